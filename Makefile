@@ -1,0 +1,26 @@
+# make run   set up a virtualenv and run the service on the embedded default (no external services)
+# make test  set up and run the test suite against PostgreSQL, Redis and RabbitMQ on 127.0.0.1
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test lint worker migrate
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.installed
+	$(PY) -m memoryproject.embedded
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+migrate: $(VENV)/.installed
+	$(PY) manage.py migrate

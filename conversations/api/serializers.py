@@ -1,0 +1,220 @@
+"""Input validation and output shapes. Limits (DESIGN.md 5.8) name the setting that bounds them."""
+
+import json
+import re
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from conversations.exceptions import LimitExceeded
+from conversations.models import Conversation, Role
+
+CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]{0,199}"
+CONVERSATION_ID = re.compile(rf"^{CONVERSATION_ID_PATTERN}$")
+OWNER_ID_MAX = 200
+
+
+def validate_conversation_id(value: str) -> str:
+    if not CONVERSATION_ID.match(value):
+        raise serializers.ValidationError(
+            "A conversation id is 1 to 200 characters: letters, digits and . _ @ = + - (not starting with a symbol)."
+        )
+    return value
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def check_metadata(value: Any, *, field: str = "metadata") -> dict:
+    if not isinstance(value, dict):
+        raise serializers.ValidationError(f"{field} must be a JSON object.")
+    size = json_size(value)
+    if size > settings.MEMORY_MAX_METADATA_BYTES:
+        raise LimitExceeded(
+            f"{field} is {size} bytes of JSON; the limit is MEMORY_MAX_METADATA_BYTES={settings.MEMORY_MAX_METADATA_BYTES}.",
+            details={"field": field, "size": size, "limit": settings.MEMORY_MAX_METADATA_BYTES},
+        )
+    return value
+
+
+class MessageInSerializer(serializers.Serializer):
+    id = serializers.UUIDField(required=False, help_text="Your own id (UUID) makes the write idempotent.")
+    role = serializers.ChoiceField(choices=Role.choices)
+    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    metadata = serializers.JSONField(required=False, default=dict)
+    created_at = serializers.DateTimeField(required=False, help_text="Defaults to the time of the write.")
+
+    def validate_content(self, value: str) -> str:
+        if len(value) > settings.MEMORY_MAX_CONTENT_CHARS:
+            raise LimitExceeded(
+                f"content is {len(value)} characters; the limit is MEMORY_MAX_CONTENT_CHARS={settings.MEMORY_MAX_CONTENT_CHARS}.",
+                details={"field": "content", "size": len(value), "limit": settings.MEMORY_MAX_CONTENT_CHARS},
+            )
+        if "\x00" in value:
+            raise serializers.ValidationError("content must not contain NUL characters.")
+        return value
+
+    def validate_metadata(self, value: Any) -> dict:
+        return check_metadata(value)
+
+
+class AppendSerializer(serializers.Serializer):
+    """One message, or ``{"messages": [...]}`` for a batch; owner ids apply when the conversation is new."""
+
+    messages = MessageInSerializer(many=True, required=False)
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    content = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    id = serializers.UUIDField(required=False)
+    metadata = serializers.JSONField(required=False)
+    created_at = serializers.DateTimeField(required=False)
+    user_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX, default="")
+    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX, default="")
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("messages"), list):
+            size = len(data["messages"])
+            if size > settings.MEMORY_MAX_BATCH:
+                raise LimitExceeded(
+                    f"The batch has {size} messages; the limit is MEMORY_MAX_BATCH={settings.MEMORY_MAX_BATCH}.",
+                    details={"field": "messages", "size": size, "limit": settings.MEMORY_MAX_BATCH},
+                )
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        single = {name: attrs[name] for name in ("role", "content", "id", "metadata", "created_at") if name in attrs}
+        if "messages" in attrs:
+            if single:
+                raise serializers.ValidationError("Send either one message (role, content) or a messages list, not both.")
+            items = attrs["messages"]
+            if not items:
+                raise serializers.ValidationError({"messages": "The batch is empty; send at least one message."})
+        else:
+            item = MessageInSerializer(data={**self.initial_data})
+            item.is_valid(raise_exception=True)
+            items = [item.validated_data]
+        ids = [str(item["id"]) for item in items if item.get("id")]
+        if len(ids) != len(set(ids)):
+            raise serializers.ValidationError({"messages": "The same message id appears twice in the batch."})
+        return {"messages": items, "user_id": attrs.get("user_id", ""), "agent_id": attrs.get("agent_id", "")}
+
+
+class MessageOutSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    conversation_id = serializers.CharField()
+    seq = serializers.IntegerField(help_text="Strictly increasing within the conversation; the total order.")
+    role = serializers.ChoiceField(choices=Role.choices)
+    content = serializers.CharField()
+    metadata = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+    token_count = serializers.IntegerField(help_text="cl100k_base tokens of the content.")
+
+
+class AppendOutSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    messages = MessageOutSerializer(many=True)
+
+
+class WindowQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, min_value=1)
+    skip = serializers.IntegerField(required=False, min_value=0, default=0)
+    role = serializers.ChoiceField(choices=Role.choices, required=False)
+    start_date = serializers.DateTimeField(required=False)
+    end_date = serializers.DateTimeField(required=False)
+    include_archived = serializers.BooleanField(required=False, default=False)
+
+    def validate_limit(self, value: int) -> int:
+        return check_page_size(value, field="limit")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("skip", 0) + attrs.get("limit", 0) > settings.MEMORY_MAX_PAGE_SIZE * 100:
+            raise LimitExceeded(f"skip is too deep; the limit is {settings.MEMORY_MAX_PAGE_SIZE * 100} messages back.")
+        if attrs.get("start_date") and attrs.get("end_date") and attrs["start_date"] > attrs["end_date"]:
+            raise serializers.ValidationError("start_date is after end_date.")
+        return attrs
+
+
+def check_page_size(value: int, *, field: str) -> int:
+    if value > settings.MEMORY_MAX_PAGE_SIZE:
+        raise LimitExceeded(
+            f"{field} is {value}; the limit is MEMORY_MAX_PAGE_SIZE={settings.MEMORY_MAX_PAGE_SIZE}.",
+            details={"field": field, "size": value, "limit": settings.MEMORY_MAX_PAGE_SIZE},
+        )
+    return value
+
+
+class WindowOutSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    messages = MessageOutSerializer(many=True)
+    count = serializers.IntegerField()
+    source = serializers.ChoiceField(choices=["cache", "rebuild", "database"], help_text="Where the window was read from.")
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.CharField(validators=[validate_conversation_id])
+    user_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX)
+    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX)
+    metadata = serializers.JSONField(required=False)
+
+    class Meta:
+        model = Conversation
+        fields = (
+            "conversation_id",
+            "user_id",
+            "agent_id",
+            "archived",
+            "metadata",
+            "message_count",
+            "token_count",
+            "last_seq",
+            "created_at",
+            "updated_at",
+        )
+        read_only_fields = ("archived", "message_count", "token_count", "last_seq", "created_at", "updated_at")
+
+    def validate_metadata(self, value: Any) -> dict:
+        return check_metadata(value)
+
+
+class ConversationUpdateSerializer(serializers.Serializer):
+    user_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX)
+    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX)
+    archived = serializers.BooleanField(required=False)
+    metadata = serializers.JSONField(required=False)
+
+    def validate_metadata(self, value: Any) -> dict:
+        return check_metadata(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(self.initial_data) - set(self.fields)
+        if unknown:
+            raise serializers.ValidationError(
+                f"These fields cannot be changed: {', '.join(sorted(unknown))}; allowed: {', '.join(self.fields)}."
+            )
+        if not attrs:
+            raise serializers.ValidationError(f"Nothing to change; send one of: {', '.join(self.fields)}.")
+        return attrs
+
+
+class MemoryDocumentSerializer(serializers.Serializer):
+    messages = serializers.ListField(child=serializers.JSONField(), required=False, default=list)
+    metadata = serializers.JSONField(required=False, default=dict)
+
+    def validate_metadata(self, value: Any) -> dict:
+        return check_metadata(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        size = json_size(attrs)
+        if size > settings.MEMORY_MAX_MEMORY_BYTES:
+            raise LimitExceeded(
+                f"The memory document is {size} bytes of JSON; the limit is MEMORY_MAX_MEMORY_BYTES={settings.MEMORY_MAX_MEMORY_BYTES}.",
+                details={"size": size, "limit": settings.MEMORY_MAX_MEMORY_BYTES},
+            )
+        return attrs
+
+
+class EraseOutSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    messages_erased = serializers.IntegerField()
+    cache_keys_erased = serializers.IntegerField()

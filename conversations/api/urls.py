@@ -1,0 +1,18 @@
+from django.urls import path
+
+from conversations.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("conversations/", views.ConversationListView.as_view(), name="conversation-list"),
+    path("conversations/<str:conversation_id>/", views.ConversationDetailView.as_view(), name="conversation-detail"),
+    path("conversations/<str:conversation_id>/memory/", views.MemoryView.as_view(), name="conversation-memory"),
+    path("conversations/<str:conversation_id>/messages/", views.MessageListView.as_view(), name="message-list"),
+    path(
+        "conversations/<str:conversation_id>/messages/<str:message_id>/",
+        views.MessageDetailView.as_view(),
+        name="message-detail",
+    ),
+    path("status/", views.StatusView.as_view(), name="status"),
+]

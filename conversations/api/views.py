@@ -1,0 +1,203 @@
+"""API v1 views: validate, call one service or selector, serialise.
+
+``TenantAPIView`` is the only base: the tenant comes from the API key (``request.user``), never from
+the path or the body, and subclasses cannot replace that.
+"""
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from conversations import selectors, services
+from conversations.api import serializers
+from conversations.exceptions import NotFound, PayloadTooLarge
+from tenants.models import Tenant
+
+
+class TenantAPIView(APIView):
+    """Base of every tenant API view: ``self.tenant`` is the API key's tenant."""
+
+    _sealed = ("initial", "tenant")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls._sealed:
+            if name in cls.__dict__:
+                raise TypeError(f"{cls.__name__} must not override {name}: the tenant comes from the API key only.")
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            raise PayloadTooLarge(
+                f"The request body is {length} bytes; the limit is DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE={settings.DATA_UPLOAD_MAX_MEMORY_SIZE}.",
+                details={"size": int(length), "limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
+            )
+        super().initial(request, *args, **kwargs)
+
+    @property
+    def tenant(self) -> Tenant:
+        return self.request.user.tenant
+
+
+def _conversation_id(value: str) -> str:
+    if not serializers.CONVERSATION_ID.match(value):
+        raise NotFound(f"Conversation {value} does not exist.")
+    return value
+
+
+class ConversationPagination(LimitOffsetPagination):
+    default_limit = 50
+
+    @property
+    def max_limit(self) -> int:  # read at request time so tests and deployments may change it
+        return settings.MEMORY_MAX_PAGE_SIZE
+
+    def get_limit(self, request: Request) -> int | None:
+        raw = request.query_params.get(self.limit_query_param)
+        if raw is not None and raw.isdigit():
+            serializers.check_page_size(int(raw), field="limit")
+        return super().get_limit(request)
+
+
+class ConversationListView(TenantAPIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("user_id", str),
+            OpenApiParameter("agent_id", str),
+            OpenApiParameter("archived", bool),
+            OpenApiParameter("limit", int),
+            OpenApiParameter("offset", int),
+        ],
+        responses=serializers.ConversationSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        archived = request.query_params.get("archived")
+        queryset = selectors.conversation_list(
+            tenant=self.tenant,
+            user_id=request.query_params.get("user_id"),
+            agent_id=request.query_params.get("agent_id"),
+            archived=None if archived is None else archived.lower() in ("1", "true", "yes"),
+        )
+        paginator = ConversationPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(serializers.ConversationSerializer(page, many=True).data)
+
+    @extend_schema(request=serializers.ConversationSerializer, responses={201: serializers.ConversationSerializer})
+    def post(self, request: Request) -> Response:
+        serializer = serializers.ConversationSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        conversation = services.conversation_create(tenant=self.tenant, **serializer.validated_data)
+        return Response(serializers.ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED)
+
+
+class ConversationDetailView(TenantAPIView):
+    @extend_schema(responses=serializers.ConversationSerializer)
+    def get(self, request: Request, conversation_id: str) -> Response:
+        conversation = selectors.conversation_get(tenant=self.tenant, conversation_id=_conversation_id(conversation_id))
+        return Response(serializers.ConversationSerializer(conversation).data)
+
+    @extend_schema(request=serializers.ConversationUpdateSerializer, responses=serializers.ConversationSerializer)
+    def patch(self, request: Request, conversation_id: str) -> Response:
+        serializer = serializers.ConversationUpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        conversation = services.conversation_update(
+            tenant=self.tenant, conversation_id=_conversation_id(conversation_id), changes=serializer.validated_data
+        )
+        return Response(serializers.ConversationSerializer(conversation).data)
+
+    @extend_schema(responses=serializers.EraseOutSerializer)
+    def delete(self, request: Request, conversation_id: str) -> Response:
+        result = services.conversation_erase(tenant=self.tenant, conversation_id=_conversation_id(conversation_id))
+        return Response(
+            {"conversation_id": conversation_id, "messages_erased": result.messages, "cache_keys_erased": result.cache_keys}
+        )
+
+
+class MemoryView(TenantAPIView):
+    @extend_schema(responses=serializers.MemoryDocumentSerializer)
+    def get(self, request: Request, conversation_id: str) -> Response:
+        return Response(selectors.memory_get(tenant=self.tenant, conversation_id=_conversation_id(conversation_id)))
+
+    @extend_schema(request=serializers.MemoryDocumentSerializer, responses=serializers.MemoryDocumentSerializer)
+    def put(self, request: Request, conversation_id: str) -> Response:
+        serializer = serializers.MemoryDocumentSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        document = services.memory_save(
+            tenant=self.tenant, conversation_id=_conversation_id(conversation_id), document=serializer.validated_data
+        )
+        return Response(document)
+
+
+class MessageListView(TenantAPIView):
+    @extend_schema(parameters=[serializers.WindowQuerySerializer], responses=serializers.WindowOutSerializer)
+    def get(self, request: Request, conversation_id: str) -> Response:
+        query = serializers.WindowQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        values = query.validated_data
+        window = selectors.conversation_window(
+            tenant=self.tenant,
+            conversation_id=_conversation_id(conversation_id),
+            query=selectors.WindowQuery(
+                limit=values.get("limit") or self.tenant.setting("MEMORY_HISTORY_LIMIT"),
+                skip=values["skip"],
+                role=values.get("role"),
+                start_date=values.get("start_date"),
+                end_date=values.get("end_date"),
+                include_archived=values["include_archived"],
+            ),
+        )
+        messages = [message | {"conversation_id": conversation_id} for message in window.messages]
+        return Response({"conversation_id": conversation_id, "messages": messages, "count": len(messages), "source": window.source})
+
+    @extend_schema(
+        request=serializers.AppendSerializer,
+        responses={201: serializers.AppendOutSerializer, 200: serializers.AppendOutSerializer},
+        description="Append one message or a batch. A 201 means the write is durable (broker-confirmed) and "
+        "already in the window. Resending a message with the same id and content answers 200 with the stored message.",
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        conversation_id = self._valid_id(conversation_id)
+        serializer = serializers.AppendSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.message_append(
+            tenant=self.tenant,
+            conversation_id=conversation_id,
+            messages=serializer.validated_data["messages"],
+            user_id=serializer.validated_data["user_id"],
+            agent_id=serializer.validated_data["agent_id"],
+        )
+        messages = [message | {"conversation_id": conversation_id} for message in result.messages]
+        return Response(
+            {"conversation_id": conversation_id, "messages": messages},
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+        )
+
+    @staticmethod
+    def _valid_id(conversation_id: str) -> str:
+        from rest_framework.exceptions import ValidationError
+
+        try:
+            return serializers.validate_conversation_id(conversation_id)
+        except Exception as error:
+            raise ValidationError({"conversation_id": error.detail}) from error
+
+
+class MessageDetailView(TenantAPIView):
+    @extend_schema(responses=serializers.MessageOutSerializer)
+    def get(self, request: Request, conversation_id: str, message_id: str) -> Response:
+        message = selectors.message_get(
+            tenant=self.tenant, conversation_id=_conversation_id(conversation_id), message_id=message_id
+        )
+        return Response(message | {"conversation_id": conversation_id})
+
+
+class StatusView(TenantAPIView):
+    @extend_schema(responses=dict)
+    def get(self, request: Request) -> Response:
+        return Response(selectors.backend_status())

@@ -1,0 +1,491 @@
+"""The Redis layer of the conversation cache (cache-aside, DESIGN.md section 4).
+
+Keys, all built by :func:`key`:
+
+* ``<tenant>:<conv>:messages``      list of message JSON, oldest first, newest ``MEMORY_CACHE_LIST_LIMIT``
+* ``<tenant>:<conv>:message:<id>``  one message JSON
+* ``<tenant>:<conv>:memory``        the memory document
+* ``<tenant>:<conv>:state``         hash: ``version`` (bumped by every change), ``last_seq``, ``memory_rev``
+* ``<tenant>:<conv>:pending``       hash id -> JSON of writes acknowledged but not yet persisted
+* ``<tenant>:<conv>:lock``          the append lock (one appender per conversation at a time)
+* ``<tenant>:<conv>:rebuild``       the rebuild lock (one rebuild per conversation at a time)
+
+The messages list always starts with a header element ``{"seq":0,"complete":...}``: the list
+exists exactly when the conversation is cached (an empty conversation is a header alone), and
+``complete`` says whether it holds the whole conversation or only its newest messages. Every
+other element is a message JSON whose first member is its ``seq``, so scripts can read the order
+without decoding.
+
+Every multi-step change is one Lua script. All calls here use the strict client: a Redis error
+raises :class:`CacheUnavailable`, and the caller decides on purpose what degraded mode to take.
+"""
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from django_redis import get_redis_connection
+
+from conversations import metrics
+
+HEADER_PREFIX = '{"seq":0,'
+
+
+class CacheUnavailable(Exception):
+    """Redis could not be reached or answered with an error."""
+
+
+def key(tenant_slug: str, conversation_id: str, suffix: str) -> str:
+    """Build every cache key of a conversation: ``<tenant>:<conv>:<suffix>``.
+
+    With ``MEMORY_REDIS_HASH_TAGS`` on (Redis Cluster), ``<tenant>:<conv>`` is wrapped in a hash
+    tag so that all keys of one conversation live in one slot and the scripts stay legal.
+    """
+    prefix = f"{tenant_slug}:{conversation_id}"
+    if getattr(settings, "MEMORY_REDIS_HASH_TAGS", False):
+        prefix = "{" + prefix + "}"
+    return f"{prefix}:{suffix}"
+
+
+@dataclass(frozen=True)
+class ConversationKeys:
+    state: str
+    messages: str
+    pending: str
+    lock: str
+    rebuild: str
+    memory: str
+
+    @classmethod
+    def of(cls, tenant_slug: str, conversation_id: str) -> "ConversationKeys":
+        return cls(
+            **{name: key(tenant_slug, conversation_id, name) for name in ("state", "messages", "pending", "lock", "rebuild", "memory")}
+        )
+
+
+def message_key(tenant_slug: str, conversation_id: str, message_id: str) -> str:
+    return key(tenant_slug, conversation_id, f"message:{message_id}")
+
+
+def message_json(message: dict[str, Any]) -> str:
+    """Serialise a message with ``seq`` first, the shape the scripts read."""
+    rest = {name: value for name, value in message.items() if name != "seq"}
+    body = json.dumps(rest, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    if body == "{}":
+        return '{"seq":%d}' % message["seq"]
+    return '{"seq":%d,' % message["seq"] + body[1:]
+
+
+def header_json(*, complete: bool) -> str:
+    return HEADER_PREFIX + ('"complete":true}' if complete else '"complete":false}')
+
+
+def is_header(element: str) -> bool:
+    return element.startswith(HEADER_PREFIX)
+
+
+# --- Scripts ------------------------------------------------------------------------------------
+
+_SEQ_OF = """
+local function seq_of(s) return tonumber(string.match(s, '^{"seq":(%d+)')) end
+"""
+
+# Take the append lock (unless no token is given) and hand out `count` seqs. A seq is a hybrid
+# clock: max(last seq + 1, Redis time in microseconds), so it keeps increasing after Redis loses
+# its state, and is identical wherever the message is stored.
+RESERVE = """
+if ARGV[1] ~= '' then
+  if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then return {'-1', '0'} end
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('HGET', KEYS[1], 'last_seq') or '0')
+local floor = tonumber(ARGV[5])
+if floor > last then last = floor end
+local first = math.max(last + 1, now)
+redis.call('HSET', KEYS[1], 'last_seq', string.format('%d', first + tonumber(ARGV[2]) - 1))
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+local cached = '0'
+if redis.call('EXISTS', KEYS[3]) == 1 then cached = '1' end
+return {string.format('%d', first), cached}
+"""
+
+# Merge messages into the cached list in seq order (normally an RPUSH), record them as pending
+# (web, after the broker confirmed) or settle them (worker, after the row committed), bump the
+# version, refresh TTLs and release the append lock if we hold it.
+# KEYS: state, messages, pending, lock, message keys...   ARGV: token, ttl, cap, pending_ttl, mode,
+# then id, json pairs.
+MERGE = (
+    _SEQ_OF
+    + """
+local state, list, pending, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local ttl, cap, pending_ttl, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+
+-- Place one message in seq order; true when it was inserted.
+local function place(json, seq)
+  local last = redis.call('LINDEX', list, -1)
+  if seq_of(last) < seq then redis.call('RPUSH', list, json) return true end
+  local len = redis.call('LLEN', list)
+  local stop = -1
+  while true do
+    local start = stop - 63
+    local chunk = redis.call('LRANGE', list, start, stop)
+    for i = #chunk, 1, -1 do
+      local s = seq_of(chunk[i])
+      if s == seq then return false end
+      if s < seq then
+        -- Older than the cached tail of an incomplete list: it belongs to the database part.
+        if s == 0 and string.find(chunk[i], '"complete":false', 1, true) then return false end
+        redis.call('LINSERT', list, 'AFTER', chunk[i], json)
+        return true
+      end
+    end
+    if -start >= len then return false end
+    stop = start - 1
+  end
+end
+
+local cached = redis.call('EXISTS', list) == 1
+-- A change a concurrent rebuild may not have seen bumps the version, so that rebuild is not
+-- installed. Settling a message the rebuild saw as pending changes nothing it could miss.
+local changed = mode == 'pending'
+local n = 0
+for i = 6, #ARGV, 2 do
+  local id, json = ARGV[i], ARGV[i + 1]
+  n = n + 1
+  if mode == 'pending' then
+    redis.call('HSET', pending, id, json)
+  elseif redis.call('HGET', pending, id) == json then
+    redis.call('HDEL', pending, id)
+  else
+    changed = true
+  end
+  redis.call('SET', KEYS[4 + n], json, 'EX', ttl)
+  if cached and place(json, seq_of(json)) then changed = true end
+end
+if cached then
+  local len = redis.call('LLEN', list)
+  if len > cap + 1 then
+    redis.call('LPOP', list)
+    redis.call('LTRIM', list, -cap, -1)
+    redis.call('LPUSH', list, '{"seq":0,"complete":false}')
+  end
+  redis.call('EXPIRE', list, ttl)
+end
+if changed then redis.call('HINCRBY', state, 'version', 1) end
+redis.call('EXPIRE', state, pending_ttl)
+if redis.call('EXISTS', pending) == 1 then redis.call('EXPIRE', pending, pending_ttl) end
+if ARGV[1] ~= '' and redis.call('GET', lock) == ARGV[1] then redis.call('DEL', lock) end
+return n
+"""
+)
+
+# Release the append lock without changing anything (the publish failed).
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# What a rebuild starts from: the version and the pending writes, read together.
+SNAPSHOT = """
+return {redis.call('HGET', KEYS[1], 'version') or '0', redis.call('HVALS', KEYS[2]),
+        redis.call('HGET', KEYS[1], 'last_seq') or '0'}
+"""
+
+# Install a rebuilt list, only if nothing changed since its snapshot (the version guard).
+# KEYS: state, messages   ARGV: expected version, ttl, pending_ttl, header, last seq, jsons...
+INSTALL = """
+local version = redis.call('HGET', KEYS[1], 'version') or '0'
+if version ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[2])
+redis.call('RPUSH', KEYS[2], ARGV[4])
+for i = 6, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+local last = tonumber(redis.call('HGET', KEYS[1], 'last_seq') or '0')
+if tonumber(ARGV[5]) > last then redis.call('HSET', KEYS[1], 'last_seq', ARGV[5]) end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+# The window: header (nil on a miss), list length, newest `n` elements.
+WINDOW = """
+local header = redis.call('LINDEX', KEYS[1], 0)
+if not header then return false end
+return {header, redis.call('LLEN', KEYS[1]), redis.call('LRANGE', KEYS[1], -tonumber(ARGV[1]), -1)}
+"""
+
+# Drop the cached list (next read rebuilds it) without forgetting version, seqs or pending writes.
+INVALIDATE = """
+redis.call('DEL', KEYS[2])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+return 1
+"""
+
+# Remove one message everywhere in the cache (the losing copy of a duplicate id).
+REMOVE = """
+redis.call('LREM', KEYS[2], 0, ARGV[2])
+if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[3], ARGV[1]) end
+if redis.call('GET', KEYS[4]) == ARGV[2] then redis.call('DEL', KEYS[4]) end
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+return 1
+"""
+
+# Set the memory document only if its revision is not older than the cached one.
+SET_MEMORY = """
+local current = tonumber(redis.call('HGET', KEYS[2], 'memory_rev') or '0')
+if tonumber(ARGV[1]) < current then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+redis.call('HSET', KEYS[2], 'memory_rev', ARGV[1])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
+
+class _Scripts:
+    """Scripts registered once per client; redis-py falls back to EVAL after a Redis restart."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+        for name in ("RESERVE", "MERGE", "RELEASE", "SNAPSHOT", "INSTALL", "WINDOW", "INVALIDATE", "REMOVE", "SET_MEMORY"):
+            setattr(self, name.lower(), client.register_script(globals()[name]))
+
+
+_scripts_by_client: dict[int, _Scripts] = {}
+
+
+def client() -> redis.Redis:
+    return get_redis_connection("default")
+
+
+def _scripts() -> _Scripts:
+    connection = client()
+    scripts = _scripts_by_client.get(id(connection))
+    if scripts is None or scripts.client is not connection:
+        scripts = _scripts_by_client[id(connection)] = _Scripts(connection)
+    return scripts
+
+
+def _call(operation: str, tenant_slug: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+    started = time.perf_counter()
+    try:
+        return function(*args, **kwargs)
+    except redis.RedisError as error:
+        metrics.cache_errors.labels(operation=operation).inc()
+        raise CacheUnavailable(f"{operation}: {error}") from error
+    finally:
+        metrics.cache_latency.labels(tenant=tenant_slug, operation=operation).observe(time.perf_counter() - started)
+
+
+# --- Operations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reservation:
+    first_seq: int
+    cached: bool
+
+
+def reserve(
+    *, tenant_slug: str, conversation_id: str, count: int, token: str, lock_ms: int, seq_floor: int = 0
+) -> Reservation | None:
+    """Take the append lock and hand out ``count`` seqs; None when another appender holds the lock."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    first, cached = _call(
+        "reserve",
+        tenant_slug,
+        _scripts().reserve,
+        keys=[keys.state, keys.lock, keys.messages],
+        args=[token, count, lock_ms, settings.MEMORY_PENDING_TTL, seq_floor],
+    )
+    if int(first) < 0:
+        return None
+    return Reservation(first_seq=int(first), cached=cached in (b"1", "1"))
+
+
+def release(*, tenant_slug: str, conversation_id: str, token: str) -> None:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    _call("release", tenant_slug, _scripts().release, keys=[keys.lock], args=[token])
+
+
+def merge(
+    *,
+    tenant_slug: str,
+    conversation_id: str,
+    messages: Sequence[dict[str, Any]],
+    mode: str,
+    ttl: int,
+    token: str = "",
+) -> None:
+    """Put messages into the cache in seq order; ``mode`` is ``pending`` (acknowledged, not yet
+    persisted) or ``settled`` (the row is committed)."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    args: list[Any] = [token, ttl, settings.MEMORY_CACHE_LIST_LIMIT, settings.MEMORY_PENDING_TTL, mode]
+    message_keys = []
+    for message in messages:
+        args += [message["id"], message_json(message)]
+        message_keys.append(message_key(tenant_slug, conversation_id, message["id"]))
+    _call(
+        "merge",
+        tenant_slug,
+        _scripts().merge,
+        keys=[keys.state, keys.messages, keys.pending, keys.lock, *message_keys],
+        args=args,
+    )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    version: str
+    pending: list[dict[str, Any]]
+    last_seq: int
+
+
+def snapshot(*, tenant_slug: str, conversation_id: str) -> Snapshot:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    version, pending, last_seq = _call(
+        "snapshot", tenant_slug, _scripts().snapshot, keys=[keys.state, keys.pending], args=[]
+    )
+    return Snapshot(
+        version=version.decode() if isinstance(version, bytes) else str(version),
+        pending=[json.loads(item) for item in pending],
+        last_seq=int(last_seq),
+    )
+
+
+def pending(*, tenant_slug: str, conversation_id: str) -> list[dict[str, Any]]:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    values = _call("pending", tenant_slug, client().hvals, keys.pending)
+    return [json.loads(item) for item in values]
+
+
+def install(
+    *, tenant_slug: str, conversation_id: str, version: str, messages: Sequence[dict[str, Any]], complete: bool, ttl: int
+) -> bool:
+    """Replace the cached list atomically, unless the conversation changed since ``version``."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    last_seq = max((message["seq"] for message in messages), default=0)
+    installed = _call(
+        "install",
+        tenant_slug,
+        _scripts().install,
+        keys=[keys.state, keys.messages],
+        args=[version, ttl, settings.MEMORY_PENDING_TTL, header_json(complete=complete), last_seq]
+        + [message_json(message) for message in messages],
+    )
+    return bool(installed)
+
+
+@dataclass(frozen=True)
+class CachedWindow:
+    complete: bool
+    length: int
+    messages: list[dict[str, Any]]
+
+
+def window(*, tenant_slug: str, conversation_id: str, count: int) -> CachedWindow | None:
+    """The newest ``count`` cached messages, oldest first; None on a miss."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    found = _call("window", tenant_slug, _scripts().window, keys=[keys.messages], args=[count])
+    if not found:
+        return None
+    header, length, elements = found
+    header_text = header.decode() if isinstance(header, bytes) else header
+    messages = [json.loads(element) for element in elements if not is_header(_text(element))]
+    return CachedWindow(complete='"complete":true' in header_text, length=int(length) - 1, messages=messages)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def invalidate(*, tenant_slug: str, conversation_id: str) -> None:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    _call("invalidate", tenant_slug, _scripts().invalidate, keys=[keys.state, keys.messages], args=[])
+
+
+def remove(*, tenant_slug: str, conversation_id: str, message: dict[str, Any]) -> None:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    _call(
+        "remove",
+        tenant_slug,
+        _scripts().remove,
+        keys=[keys.state, keys.messages, keys.pending, message_key(tenant_slug, conversation_id, message["id"])],
+        args=[message["id"], message_json(message)],
+    )
+
+
+def get_messages_by_id(*, tenant_slug: str, conversation_id: str, message_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    ids = list(message_ids)
+    if not ids:
+        return {}
+    values = _call(
+        "message_get", tenant_slug, client().mget, [message_key(tenant_slug, conversation_id, i) for i in ids]
+    )
+    return {message_id: json.loads(value) for message_id, value in zip(ids, values, strict=True) if value is not None}
+
+
+def try_lock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> bool:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    return bool(
+        _call("rebuild_lock", tenant_slug, client().set, keys.rebuild, token, nx=True, ex=settings.MEMORY_REBUILD_LOCK_TTL)
+    )
+
+
+def unlock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> None:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    _call("rebuild_unlock", tenant_slug, _scripts().release, keys=[keys.rebuild], args=[token])
+
+
+def get_memory(*, tenant_slug: str, conversation_id: str) -> dict[str, Any] | None:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    value = _call("memory_get", tenant_slug, client().get, keys.memory)
+    return None if value is None else json.loads(value)
+
+
+def set_memory(*, tenant_slug: str, conversation_id: str, document: dict[str, Any], revision: int, ttl: int) -> bool:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    return bool(
+        _call(
+            "memory_set",
+            tenant_slug,
+            _scripts().set_memory,
+            keys=[keys.memory, keys.state],
+            args=[revision, json.dumps(document, separators=(",", ":")), ttl, settings.MEMORY_PENDING_TTL],
+        )
+    )
+
+
+def erase(*, tenant_slug: str, conversation_id: str) -> int:
+    """Delete every key of a conversation (SCAN over its prefix; ids never hold glob characters)."""
+    connection = client()
+    pattern = key(tenant_slug, conversation_id, "*")
+    deleted = 0
+
+    def scan_and_delete() -> int:
+        count = 0
+        batch: list[bytes] = []
+        for found in connection.scan_iter(match=pattern, count=500):
+            batch.append(found)
+            if len(batch) >= 500:
+                count += connection.unlink(*batch)
+                batch = []
+        if batch:
+            count += connection.unlink(*batch)
+        return count
+
+    deleted = _call("erase", tenant_slug, scan_and_delete)
+    return deleted
+
+
+def ping() -> float:
+    """Round trip to Redis in milliseconds; raises CacheUnavailable."""
+    started = time.perf_counter()
+    _call("ping", "-", client().ping)
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,54 @@
+"""Prometheus metrics of the memory service (seed 002 ``track_cache_metrics``), served at ``/metrics``.
+
+With several gunicorn or Celery processes, set ``PROMETHEUS_MULTIPROC_DIR`` so the figures are
+added up across processes (``memoryproject/urls.py`` serves the aggregate).
+"""
+
+from prometheus_client import Counter, Gauge, Histogram
+
+cache_requests = Counter(
+    "memory_cache_requests_total",
+    "Cache lookups by tenant, data type and result (hit, miss, error).",
+    ["tenant", "data_type", "result"],
+)
+cache_latency = Histogram(
+    "memory_cache_latency_seconds",
+    "Latency of Redis operations by tenant and operation.",
+    ["tenant", "operation"],
+    buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+)
+cache_errors = Counter("memory_cache_errors_total", "Redis operations that failed.", ["operation"])
+fallbacks = Counter(
+    "memory_fallbacks_total",
+    "Degraded paths taken: reads served by PostgreSQL with Redis down, writes with PostgreSQL or Redis down.",
+    ["kind"],
+)
+messages_accepted = Counter("memory_messages_accepted_total", "Messages acknowledged with 201.", ["tenant"])
+publish_failures = Counter("memory_publish_failures_total", "Persist tasks the broker refused or could not take.")
+persist_lag = Histogram(
+    "memory_persist_lag_seconds",
+    "Time from acknowledgement to committed row.",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
+)
+persisted = Counter("memory_messages_persisted_total", "Message rows committed by workers.")
+dead_letters = Counter("memory_dead_letters_total", "Tasks that failed for good and were recorded.", ["task"])
+queue_depth = Gauge("memory_queue_depth", "Messages waiting in the persist queue (sampled by /status).")
+
+
+def track_cache(*, tenant: str, data_type: str, hit: bool | None) -> None:
+    """Count one cache lookup: hit, miss, or (None) an error that sent the read elsewhere."""
+    result = "error" if hit is None else ("hit" if hit else "miss")
+    cache_requests.labels(tenant=tenant, data_type=data_type, result=result).inc()
+
+
+def registry():  # noqa: ANN201
+    """The registry to read: all processes' figures under PROMETHEUS_MULTIPROC_DIR, else this one's."""
+    import os
+
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
+
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return REGISTRY
+    aggregate = CollectorRegistry()
+    multiprocess.MultiProcessCollector(aggregate)
+    return aggregate

@@ -1,0 +1,152 @@
+"""Conversations, their messages and the bookkeeping of the write path (seed 002's two tables).
+
+``Conversation`` is seed 002's ``conversation_memories`` row (one per tenant and conversation id,
+with the memory document), extended with the owner ids and the archive flag. ``Message`` is
+``conversation_messages`` with a per-conversation ``seq``: the total order, assigned at write time
+and identical in Redis and PostgreSQL. Tenant-owned models refuse unscoped queries
+(``tenants.managers``).
+"""
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from tenants.managers import TenantManager, UnscopedManager
+from tenants.models import Tenant
+
+
+class Role(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class Conversation(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    conversation_id = models.CharField(max_length=200)
+    user_id = models.CharField(max_length=200, blank=True, default="")
+    agent_id = models.CharField(max_length=200, blank=True, default="")
+    archived = models.BooleanField(default=False)
+    # The memory document of seed 002 (get_memory / save_memory) and its standardised metadata.
+    memory = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Write-time version of the memory document: a later save never loses to an earlier one.
+    memory_revision = models.BigIntegerField(default=0)
+    # Highest seq handed out or persisted for this conversation.
+    last_seq = models.BigIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    token_count = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "conversation_memories"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "conversation_id"], name="conversation_unique_per_tenant"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "user_id", "-updated_at"], name="conversation_user_recent"),
+            models.Index(fields=["tenant", "agent_id", "-updated_at"], name="conversation_agent_recent"),
+            models.Index(fields=["tenant", "-updated_at"], name="conversation_tenant_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}:{self.conversation_id}"
+
+
+class Message(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    seq = models.BigIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    metadata = models.JSONField(default=dict, blank=True)
+    archived = models.BooleanField(default=False)
+    token_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    persisted_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "conversation_messages"
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique_per_conversation"),
+        ]
+        indexes = [
+            # The window: newest first within one conversation (DESIGN.md section 3).
+            models.Index(fields=["tenant", "conversation", "-seq"], name="message_window"),
+            models.Index(fields=["tenant", "conversation", "created_at"], name="message_by_date"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}#{self.seq} {self.role}"
+
+
+class Tombstone(models.Model):
+    """An erased conversation: persist tasks still queued for it with an older seq are dropped."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    conversation_id = models.CharField(max_length=200)
+    erased_before_seq = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "conversation_id"], name="tombstone_unique_per_conversation"),
+        ]
+
+
+class CacheRepair(models.Model):
+    """A conversation whose cached list may have missed a persisted write (Redis was unreachable).
+
+    The sweeper invalidates its cache once Redis answers, so the next read rebuilds it.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    conversation_id = models.CharField(max_length=200)
+    # Erase every key (the conversation was erased while Redis was down) rather than invalidate.
+    erase = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "conversation_id"], name="cache_repair_unique_per_conversation"),
+        ]
+
+
+class DeadLetter(models.Model):
+    """A task that failed for good: kept whole so an operator can see why and replay it."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
+    task_name = models.CharField(max_length=200)
+    payload = models.JSONField()
+    error = models.TextField()
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    replayed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"], name="dead_letter_recent"),
+            models.Index(fields=["created_at"], name="dead_letter_unreplayed", condition=Q(replayed_at__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_name} ({self.created_at:%Y-%m-%d %H:%M})"

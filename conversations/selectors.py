@@ -1,0 +1,279 @@
+"""Reads: the window (seed 000's read path), conversations, one message, the memory document, status.
+
+The window is served from the cached list when it can answer exactly; otherwise from PostgreSQL
+merged with the writes still pending in Redis, so that the answer is the same whether the cache
+is warm, cold or down. On a miss, one reader per conversation rebuilds the list (the others read
+PostgreSQL and do not wait).
+"""
+
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.db.models import QuerySet
+
+from conversations import cache, metrics, services
+from conversations.exceptions import NotFound, ServiceUnavailable
+from conversations.models import Conversation, Message
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class WindowQuery:
+    limit: int
+    skip: int = 0
+    role: str | None = None
+    start_date: datetime | None = None
+    end_date: datetime | None = None
+    include_archived: bool = False
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.role or self.start_date or self.end_date)
+
+    def matches(self, message: dict[str, Any]) -> bool:
+        if self.role and message["role"] != self.role:
+            return False
+        created_at = datetime.fromisoformat(message["created_at"])
+        if self.start_date and created_at < self.start_date:
+            return False
+        return not (self.end_date and created_at > self.end_date)
+
+    def page(self, ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Newest ``limit`` after skipping the newest ``skip`` matches, returned oldest first."""
+        matching = [message for message in ordered if self.matches(message)]
+        end = len(matching) - self.skip
+        return matching[max(0, end - self.limit) : max(0, end)]
+
+
+@dataclass(frozen=True)
+class Window:
+    messages: list[dict[str, Any]]
+    source: str  # cache, rebuild, database
+
+
+def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> Window:
+    if query.include_archived:
+        return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True)
+    wanted = settings.MEMORY_CACHE_LIST_LIMIT + 1 if query.filtered else query.skip + query.limit
+    try:
+        cached = cache.window(tenant_slug=tenant.slug, conversation_id=conversation_id, count=wanted)
+    except cache.CacheUnavailable:
+        metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=None)
+        metrics.fallbacks.labels(kind="read_without_cache").inc()
+        logger.warning("window_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
+        return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=False)
+    if cached is not None and (cached.complete or (not query.filtered and cached.length >= wanted)):
+        metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=True)
+        logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
+        return Window(messages=query.page(cached.messages), source="cache")
+    metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=False)
+    if cached is None:
+        rebuilt = _rebuild_once(tenant=tenant, conversation_id=conversation_id)
+        if rebuilt is not None:
+            if not rebuilt.exists:
+                raise NotFound(f"Conversation {conversation_id} does not exist.")
+            if rebuilt.complete or (not query.filtered and len(rebuilt.messages) >= wanted):
+                return Window(messages=query.page(rebuilt.messages), source="rebuild")
+    # A partial list cannot answer this query: PostgreSQL plus what is still pending.
+    return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True)
+
+
+def _rebuild_once(*, tenant: Tenant, conversation_id: str) -> services.RebuildResult | None:
+    """Rebuild if no other reader is rebuilding this conversation; None if one is."""
+    token = uuid.uuid4().hex
+    try:
+        if not cache.try_lock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token):
+            return None
+        try:
+            return services.cache_rebuild(tenant=tenant, conversation_id=conversation_id)
+        finally:
+            cache.unlock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+    except cache.CacheUnavailable:
+        return None
+    except DatabaseError as error:
+        raise _database_unavailable() from error
+
+
+def _window_from_database(*, tenant: Tenant, conversation_id: str, query: WindowQuery, with_pending: bool) -> Window:
+    pending: list[dict[str, Any]] = []
+    if with_pending:
+        try:
+            pending = cache.pending(tenant_slug=tenant.slug, conversation_id=conversation_id)
+        except cache.CacheUnavailable:
+            metrics.fallbacks.labels(kind="read_without_cache").inc()
+    try:
+        conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
+        if conversation is None and not pending:
+            raise NotFound(f"Conversation {conversation_id} does not exist.")
+        rows: list[dict[str, Any]] = []
+        if conversation is not None:
+            queryset = _filtered_rows(tenant=tenant, conversation=conversation, query=query)
+            rows = [services.message_to_dict(row) for row in queryset.order_by("-seq")[: query.skip + query.limit]]
+    except DatabaseError as error:
+        raise _database_unavailable() from error
+    merged = services.merge_messages(rows, [m for m in pending if query.matches(m)])
+    return Window(messages=query.page(merged), source="database")
+
+
+def _filtered_rows(*, tenant: Tenant, conversation: Conversation, query: WindowQuery) -> QuerySet[Message]:
+    queryset = Message.objects.for_tenant(tenant).filter(conversation=conversation)
+    if not query.include_archived:
+        queryset = queryset.filter(archived=False)
+    if query.role:
+        queryset = queryset.filter(role=query.role)
+    if query.start_date:
+        queryset = queryset.filter(created_at__gte=query.start_date)
+    if query.end_date:
+        queryset = queryset.filter(created_at__lte=query.end_date)
+    return queryset
+
+
+def _database_unavailable() -> ServiceUnavailable:
+    metrics.fallbacks.labels(kind="read_unavailable").inc()
+    return ServiceUnavailable(
+        "PostgreSQL is unreachable and this conversation is not cached; retry shortly.", code="database_unavailable"
+    )
+
+
+def message_get(*, tenant: Tenant, conversation_id: str, message_id: str) -> dict[str, Any]:
+    try:
+        uuid.UUID(message_id)
+    except ValueError as error:
+        raise NotFound(f"Message {message_id} does not exist.") from error
+    try:
+        found = cache.get_messages_by_id(tenant_slug=tenant.slug, conversation_id=conversation_id, message_ids=[message_id])
+        metrics.track_cache(tenant=tenant.slug, data_type="message", hit=bool(found))
+        if found:
+            return found[message_id]
+    except cache.CacheUnavailable:
+        metrics.track_cache(tenant=tenant.slug, data_type="message", hit=None)
+    try:
+        row = (
+            Message.objects.for_tenant(tenant)
+            .filter(id=message_id, conversation__conversation_id=conversation_id)
+            .first()
+        )
+    except DatabaseError as error:
+        raise _database_unavailable() from error
+    if row is None:
+        raise NotFound(f"Message {message_id} does not exist in conversation {conversation_id}.")
+    return services.message_to_dict(row)
+
+
+def conversation_list(
+    *, tenant: Tenant, user_id: str | None = None, agent_id: str | None = None, archived: bool | None = None
+) -> QuerySet[Conversation]:
+    queryset = Conversation.objects.for_tenant(tenant)
+    if user_id is not None:
+        queryset = queryset.filter(user_id=user_id)
+    if agent_id is not None:
+        queryset = queryset.filter(agent_id=agent_id)
+    if archived is not None:
+        queryset = queryset.filter(archived=archived)
+    return queryset.order_by("-updated_at", "-pk")
+
+
+def conversation_get(*, tenant: Tenant, conversation_id: str) -> Conversation:
+    try:
+        return services.conversation_or_404(tenant=tenant, conversation_id=conversation_id)
+    except DatabaseError as error:
+        raise _database_unavailable() from error
+
+
+def memory_get(*, tenant: Tenant, conversation_id: str) -> dict[str, Any]:
+    """Seed 002 ``get_memory``: the cache first, then PostgreSQL (and cache it)."""
+    try:
+        document = cache.get_memory(tenant_slug=tenant.slug, conversation_id=conversation_id)
+        metrics.track_cache(tenant=tenant.slug, data_type="memory", hit=document is not None)
+        if document is not None:
+            logger.debug("memory_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
+            return document
+    except cache.CacheUnavailable:
+        metrics.track_cache(tenant=tenant.slug, data_type="memory", hit=None)
+    conversation = conversation_get(tenant=tenant, conversation_id=conversation_id)
+    document = services.memory_document(tenant=tenant, conversation=conversation)
+    try:
+        cache.set_memory(
+            tenant_slug=tenant.slug,
+            conversation_id=conversation_id,
+            document=document,
+            revision=conversation.memory_revision,
+            ttl=tenant.setting("MEMORY_TTL_STANDARD"),
+        )
+    except cache.CacheUnavailable:
+        pass
+    return document
+
+
+def backend_status() -> dict[str, Any]:
+    """Seed 004 ``get_backend_status``: reachability, queue depth, hit rate, fallbacks taken."""
+    status: dict[str, Any] = {}
+    started = time.perf_counter()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        status["database"] = {"ok": True, "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+    except DatabaseError as error:
+        status["database"] = {"ok": False, "error": str(error).strip()[:200]}
+    try:
+        status["cache"] = {"ok": True, "latency_ms": round(cache.ping(), 2)}
+    except cache.CacheUnavailable as error:
+        status["cache"] = {"ok": False, "error": str(error)[:200]}
+    status["broker"] = _broker_status()
+    status["metrics"] = _counters()
+    status["ok"] = all(status[name]["ok"] for name in ("database", "cache", "broker"))
+    return status
+
+
+def _broker_status() -> dict[str, Any]:
+    from memoryproject.celery import app
+
+    started = time.perf_counter()
+    try:
+        with app.connection_for_write() as broker:
+            broker.ensure_connection(max_retries=1, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT)
+            channel = broker.default_channel
+            _, depth, consumers = channel.queue_declare(settings.MEMORY_QUEUE, passive=True)
+        metrics.queue_depth.set(depth)
+        return {
+            "ok": True,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+            "queue": settings.MEMORY_QUEUE,
+            "queue_depth": depth,
+            "consumers": consumers,
+        }
+    except Exception as error:  # any broker error is reported, not raised: this is the status page
+        return {"ok": False, "error": repr(error)[:200]}
+
+
+def _counters() -> dict[str, Any]:
+    hits = misses = errors = 0.0
+    fallbacks: dict[str, float] = {}
+    for family in metrics.registry().collect():
+        for sample in family.samples:
+            if sample.name == "memory_cache_requests_total":
+                result = sample.labels.get("result")
+                if result == "hit":
+                    hits += sample.value
+                elif result == "miss":
+                    misses += sample.value
+                else:
+                    errors += sample.value
+            elif sample.name == "memory_fallbacks_total":
+                fallbacks[sample.labels["kind"]] = fallbacks.get(sample.labels["kind"], 0) + sample.value
+    lookups = hits + misses + errors
+    return {
+        "cache_hits": int(hits),
+        "cache_misses": int(misses),
+        "cache_errors": int(errors),
+        "cache_hit_rate": round(hits / lookups, 4) if lookups else None,
+        "fallbacks": {name: int(value) for name, value in fallbacks.items()},
+    }

@@ -1,0 +1,703 @@
+"""Writes: the write path of DESIGN.md section 5, cache rebuilds, the memory document, erasure.
+
+The append path, in order (``message_append``):
+
+1. Idempotency: a client-chosen id already stored (cache or database) with the same content is
+   answered with the stored message; with other content it is a 409.
+2. Redis takes the conversation's append lock and hands out the seqs (``cache.reserve``); a cold
+   cache is rebuilt first, under that lock, so the list the message joins is whole.
+3. The persist task is published and confirmed by the broker (persistent message, durable queue).
+   If the broker refuses or is down, the lock is released and nothing was written: 503.
+4. The messages join the cached list and the pending hash in one script, which releases the lock:
+   they are in the window at once (read-your-writes) and survive a rebuild until persisted.
+5. A worker commits the rows (``messages_persist``), idempotently, then settles the cache.
+
+With Redis down, seqs come from the conversation row in PostgreSQL and the conversation is marked
+for cache repair; with PostgreSQL down, the Redis path needs nothing from it.
+"""
+
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from django.conf import settings
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.utils import timezone
+
+from conversations import cache, metrics, tokens
+from conversations.exceptions import Conflict, NotFound, ServiceUnavailable
+from conversations.models import CacheRepair, Conversation, DeadLetter, Message, Tombstone
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+
+# --- Message shape ----------------------------------------------------------------------------
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The one JSON shape of a message, in the cache, the task payload and the API."""
+    return {
+        "id": str(message.id),
+        "seq": message.seq,
+        "role": message.role,
+        "content": message.content,
+        "metadata": message.metadata,
+        "created_at": message.created_at.astimezone(UTC).isoformat(),
+        "token_count": message.token_count,
+    }
+
+
+def _same_message(stored: dict[str, Any], new: dict[str, Any]) -> bool:
+    return (
+        stored["role"] == new["role"]
+        and stored["content"] == new["content"]
+        and stored.get("metadata", {}) == new.get("metadata", {})
+    )
+
+
+def _now_microseconds() -> int:
+    return time.time_ns() // 1000
+
+
+# --- Append -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    messages: list[dict[str, Any]]
+    created: bool
+
+
+def message_append(
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    messages: Sequence[dict[str, Any]],
+    user_id: str = "",
+    agent_id: str = "",
+) -> AppendResult:
+    """Append one message or a batch; durable (broker-confirmed) when it returns.
+
+    Each item holds ``role``, ``content`` and optionally ``id``, ``metadata``, ``created_at``.
+    """
+    now = timezone.now()
+    prepared = []
+    for item in messages:
+        prepared.append(
+            {
+                "id": str(item.get("id") or uuid.uuid4()),
+                "role": item["role"],
+                "content": item["content"],
+                "metadata": item.get("metadata") or {},
+                "created_at": (item.get("created_at") or now).astimezone(UTC).isoformat(),
+                "token_count": tokens.count(item["content"]),
+            }
+        )
+    client_ids = [str(item["id"]) for item in messages if item.get("id")]
+    existing = _existing_messages(tenant=tenant, conversation_id=conversation_id, message_ids=client_ids)
+    replayed: dict[str, dict[str, Any]] = {}
+    for message in prepared:
+        stored = existing.get(message["id"])
+        if stored is None:
+            continue
+        if stored.get("conversation_id", conversation_id) != conversation_id or not _same_message(stored, message):
+            raise Conflict(
+                f"Message id {message['id']} is already used by another message; send a new id, or the "
+                "same role, content and metadata to get the stored message back.",
+                details={"id": message["id"]},
+            )
+        replayed[message["id"]] = {name: value for name, value in stored.items() if name != "conversation_id"}
+    new = [message for message in prepared if message["id"] not in replayed]
+    if not new:
+        return AppendResult(messages=[replayed[message["id"]] for message in prepared], created=False)
+
+    try:
+        stored_new = _append_through_cache(
+            tenant=tenant, conversation_id=conversation_id, messages=new, user_id=user_id, agent_id=agent_id
+        )
+    except cache.CacheUnavailable as error:
+        logger.warning("append_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
+        metrics.fallbacks.labels(kind="write_without_cache").inc()
+        stored_new = _append_through_database(
+            tenant=tenant, conversation_id=conversation_id, messages=new, user_id=user_id, agent_id=agent_id
+        )
+    by_id = {message["id"]: message for message in stored_new} | replayed
+    metrics.messages_accepted.labels(tenant=tenant.slug).inc(len(stored_new))
+    logger.info(
+        "messages_appended",
+        tenant=tenant.slug,
+        conversation_id=conversation_id,
+        count=len(stored_new),
+        first_seq=stored_new[0]["seq"],
+    )
+    return AppendResult(messages=[by_id[message["id"]] for message in prepared], created=True)
+
+
+def _existing_messages(*, tenant: Tenant, conversation_id: str, message_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Stored messages with these client-chosen ids: in the cache first, then in the database."""
+    if not message_ids:
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    cache_reached = database_reached = True
+    try:
+        found.update(cache.get_messages_by_id(tenant_slug=tenant.slug, conversation_id=conversation_id, message_ids=message_ids))
+    except cache.CacheUnavailable:
+        cache_reached = False
+    missing = [message_id for message_id in message_ids if message_id not in found]
+    if missing:
+        try:
+            rows = Message.objects.for_tenant(tenant).filter(id__in=missing).select_related("conversation")
+            for row in rows:
+                found[str(row.id)] = message_to_dict(row) | {"conversation_id": row.conversation.conversation_id}
+        except DatabaseError:
+            database_reached = False
+    if not cache_reached and not database_reached:
+        raise ServiceUnavailable("Neither Redis nor PostgreSQL answers; retry shortly.", code="backends_unavailable")
+    return found
+
+
+def _reserve_locked(*, tenant: Tenant, conversation_id: str, count: int, token: str) -> cache.Reservation:
+    """Take the conversation's append lock and ``count`` seqs, waiting briefly for other appenders."""
+    lock_ms = int(settings.MEMORY_APPEND_LOCK_TIMEOUT * 1000)
+    deadline = time.monotonic() + settings.MEMORY_APPEND_LOCK_TIMEOUT
+    pause = 0.001
+    while True:
+        reservation = cache.reserve(
+            tenant_slug=tenant.slug, conversation_id=conversation_id, count=count, token=token, lock_ms=lock_ms
+        )
+        if reservation is not None:
+            return reservation
+        if time.monotonic() > deadline:
+            raise ServiceUnavailable(
+                f"Conversation {conversation_id} is busy with other writes; retry shortly.", retry_after=1, code="conversation_busy"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+
+
+def _append_through_cache(
+    *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
+) -> list[dict[str, Any]]:
+    token = uuid.uuid4().hex
+    reservation = _reserve_locked(tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token)
+    try:
+        if not reservation.cached:
+            # Warm the cache under our lock so the list the messages join holds the whole window.
+            try:
+                cache_rebuild(tenant=tenant, conversation_id=conversation_id, allow_empty=True)
+            except DatabaseError:
+                metrics.fallbacks.labels(kind="write_without_database").inc()
+                logger.warning("append_database_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
+        stored = [message | {"seq": reservation.first_seq + index} for index, message in enumerate(messages)]
+        _publish_persist(tenant=tenant, conversation_id=conversation_id, messages=stored, user_id=user_id, agent_id=agent_id)
+    except BaseException:
+        try:
+            cache.release(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+        except cache.CacheUnavailable:
+            pass  # The lock expires by itself.
+        raise
+    try:
+        cache.merge(
+            tenant_slug=tenant.slug,
+            conversation_id=conversation_id,
+            messages=stored,
+            mode="pending",
+            ttl=tenant.setting("MEMORY_TTL_EXTENDED"),
+            token=token,
+        )
+    except cache.CacheUnavailable as error:
+        # Durable already (the broker confirmed); the worker puts it in the cache once persisted.
+        logger.warning("append_cache_merge_failed", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
+    return stored
+
+
+def _append_through_database(
+    *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
+) -> list[dict[str, Any]]:
+    """Redis is down: seqs from the conversation row (same hybrid clock), then publish."""
+    try:
+        with transaction.atomic():
+            last_seq = _reserve_seqs_in_database(
+                tenant=tenant, conversation_id=conversation_id, count=len(messages), user_id=user_id, agent_id=agent_id
+            )
+            CacheRepair.unscoped.get_or_create(tenant=tenant, conversation_id=conversation_id)  # any tenant: repair queue
+    except DatabaseError as error:
+        raise ServiceUnavailable(
+            "Neither Redis nor PostgreSQL answers; the message was not stored. Retry shortly.", code="backends_unavailable"
+        ) from error
+    first = last_seq - len(messages) + 1
+    stored = [message | {"seq": first + index} for index, message in enumerate(messages)]
+    _publish_persist(tenant=tenant, conversation_id=conversation_id, messages=stored, user_id=user_id, agent_id=agent_id)
+    return stored
+
+
+def _reserve_seqs_in_database(*, tenant: Tenant, conversation_id: str, count: int, user_id: str, agent_id: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {Conversation._meta.db_table}
+                (tenant_id, conversation_id, user_id, agent_id, archived, memory, metadata, memory_revision,
+                 last_seq, message_count, token_count, created_at, updated_at)
+            VALUES (%s, %s, %s, %s, false, '{{}}', '{{}}', 0, %s, 0, 0, now(), now())
+            ON CONFLICT (tenant_id, conversation_id) DO UPDATE
+                SET last_seq = GREATEST({Conversation._meta.db_table}.last_seq + %s, EXCLUDED.last_seq)
+            RETURNING last_seq
+            """,
+            [tenant.pk, conversation_id, user_id, agent_id, _now_microseconds() + count - 1, count],
+        )
+        return cursor.fetchone()[0]
+
+
+def _publish_persist(
+    *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
+) -> None:
+    from conversations import tasks
+
+    payload = {
+        "tenant_id": tenant.pk,
+        "tenant_slug": tenant.slug,
+        "conversation_id": conversation_id,
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "acknowledged_at": time.time(),
+        "messages": messages,
+    }
+    publish(tasks.messages_persist, payload)
+
+
+def publish(task: Any, payload: dict[str, Any]) -> None:
+    """Publish a task and wait for the broker's confirm; 503 if it refuses or cannot be reached."""
+    try:
+        task.apply_async(args=[payload], queue=settings.MEMORY_QUEUE)
+    except Exception as error:  # any failure means the message is not known to be durable
+        metrics.publish_failures.inc()
+        logger.error("publish_failed", task=task.name, error=repr(error))
+        raise ServiceUnavailable(
+            "The message broker did not confirm the write, so nothing was stored. Retry shortly.",
+            code="broker_unavailable",
+        ) from error
+
+
+# --- Persist (worker side) --------------------------------------------------------------------
+
+
+class PersistConflict(Exception):
+    """A message id is already stored with other content: retrying cannot help."""
+
+
+def messages_persist(*, payload: dict[str, Any]) -> int:
+    """Commit a batch of acknowledged messages; idempotent. Returns the rows inserted."""
+    tenant_id = payload["tenant_id"]
+    conversation_id = payload["conversation_id"]
+    messages = payload["messages"]
+    with transaction.atomic():
+        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_id=conversation_id).first()
+        erased = [m for m in messages if tombstone and m["seq"] < tombstone.erased_before_seq]
+        live = [m for m in messages if m not in erased]
+        if not live:
+            _settle_cache(payload=payload, settled=[], removed=erased)
+            return 0
+        conversation = _conversation_for_update(
+            tenant_id=tenant_id, conversation_id=conversation_id, user_id=payload.get("user_id", ""), agent_id=payload.get("agent_id", "")
+        )
+        ids = [m["id"] for m in live]
+        before = {str(row.id): row for row in Message.objects.for_tenant(tenant_id).filter(id__in=ids)}
+        rows = [
+            Message(
+                id=m["id"],
+                tenant_id=tenant_id,
+                conversation=conversation,
+                seq=m["seq"],
+                role=m["role"],
+                content=m["content"],
+                metadata=m.get("metadata") or {},
+                token_count=m.get("token_count", 0),
+                created_at=datetime.fromisoformat(m["created_at"]),
+            )
+            for m in live
+            if m["id"] not in before
+        ]
+        if rows:
+            Message.unscoped.bulk_create(rows, ignore_conflicts=True)  # persisted rows of this tenant only
+        after = {str(row.id): row for row in Message.objects.for_tenant(tenant_id).filter(id__in=ids)}
+        settled, losers, conflicts = [], [], []
+        for m in live:
+            row = after.get(m["id"])
+            if row is None or row.conversation_id != conversation.pk or not _same_message(message_to_dict(row), m):
+                conflicts.append(m["id"])
+            elif row.seq == m["seq"]:
+                settled.append(m)
+            else:
+                losers.append(m)  # a resend that got a second seq: the first copy stays
+        inserted = [m for m in settled if m["id"] not in before]
+        if inserted:
+            Conversation.objects.for_tenant(tenant_id).filter(pk=conversation.pk).update(
+                message_count=conversation.message_count + len(inserted),
+                token_count=conversation.token_count + sum(m.get("token_count", 0) for m in inserted),
+                last_seq=max(conversation.last_seq, *(m["seq"] for m in inserted)),
+                updated_at=timezone.now(),
+            )
+    metrics.persisted.inc(len(inserted))
+    metrics.persist_lag.observe(max(0.0, time.time() - payload.get("acknowledged_at", time.time())))
+    _settle_cache(payload=payload, settled=settled, removed=losers + erased)
+    if conflicts:
+        raise PersistConflict(f"message ids already stored with other content: {', '.join(conflicts)}")
+    return len(inserted)
+
+
+def _conversation_for_update(*, tenant_id: int, conversation_id: str, user_id: str, agent_id: str) -> Conversation:
+    scoped = Conversation.objects.for_tenant(tenant_id)
+    try:
+        with transaction.atomic():
+            scoped.get_or_create(
+                tenant_id=tenant_id, conversation_id=conversation_id, defaults={"user_id": user_id, "agent_id": agent_id}
+            )
+    except IntegrityError:
+        pass  # created concurrently by another worker
+    conversation = scoped.select_for_update().get(conversation_id=conversation_id)
+    if (user_id and not conversation.user_id) or (agent_id and not conversation.agent_id):
+        conversation.user_id = conversation.user_id or user_id
+        conversation.agent_id = conversation.agent_id or agent_id
+        conversation.save(update_fields=["user_id", "agent_id"])
+    return conversation
+
+
+def _settle_cache(*, payload: dict[str, Any], settled: list[dict[str, Any]], removed: list[dict[str, Any]]) -> None:
+    tenant_slug, conversation_id = payload["tenant_slug"], payload["conversation_id"]
+    try:
+        if settled:
+            cache.merge(
+                tenant_slug=tenant_slug,
+                conversation_id=conversation_id,
+                messages=settled,
+                mode="settled",
+                ttl=settings.MEMORY_TTL_EXTENDED,
+            )
+        for message in removed:
+            cache.remove(tenant_slug=tenant_slug, conversation_id=conversation_id, message=message)
+    except cache.CacheUnavailable as error:
+        # The cached list may now miss a committed row: mark it, the sweeper invalidates it later.
+        logger.warning("persist_cache_settle_failed", tenant=tenant_slug, conversation_id=conversation_id, error=str(error))
+        CacheRepair.unscoped.get_or_create(tenant_id=payload["tenant_id"], conversation_id=conversation_id)  # repair queue
+        from conversations import tasks
+
+        tasks.cache_repair_sweep.apply_async(countdown=5)
+
+
+def dead_letter_record(*, task_name: str, payload: dict[str, Any], error: str, attempts: int) -> DeadLetter:
+    dead_letter = DeadLetter.unscoped.create(  # written by workers, for any tenant
+        tenant_id=payload.get("tenant_id"), task_name=task_name, payload=payload, error=error, attempts=attempts
+    )
+    metrics.dead_letters.labels(task=task_name).inc()
+    logger.error("dead_letter_recorded", task=task_name, dead_letter=dead_letter.pk, error=error)
+    return dead_letter
+
+
+def dead_letter_replay(*, dead_letter: DeadLetter) -> None:
+    """Publish a dead letter's task again; its payload is idempotent, so replaying twice is safe."""
+    from conversations import tasks
+
+    task = {"conversations.tasks.messages_persist": tasks.messages_persist, "conversations.tasks.memory_persist": tasks.memory_persist}[
+        dead_letter.task_name
+    ]
+    publish(task, dead_letter.payload)
+    DeadLetter.unscoped.filter(pk=dead_letter.pk).update(replayed_at=timezone.now())  # operator action
+    logger.info("dead_letter_replayed", dead_letter=dead_letter.pk, task=dead_letter.task_name)
+
+
+# --- Rebuild ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    messages: list[dict[str, Any]]
+    complete: bool
+    installed: bool
+    exists: bool
+
+
+def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = False) -> RebuildResult:
+    """Rebuild a conversation's cached list from PostgreSQL merged with the pending writes.
+
+    The pending writes and the version are read first, then the rows: a write persisted in
+    between is in the rows, a write acknowledged in between bumps the version and the install is
+    skipped (the live list is never replaced by an older one). Raises DatabaseError or
+    CacheUnavailable.
+    """
+    limit = settings.MEMORY_CACHE_LIST_LIMIT
+    snapshot = cache.snapshot(tenant_slug=tenant.slug, conversation_id=conversation_id)
+    conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
+    tombstone = Tombstone.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
+    rows = []
+    if conversation is not None:
+        rows = [
+            message_to_dict(row)
+            for row in Message.objects.for_tenant(tenant)
+            .filter(conversation=conversation, archived=False)
+            .order_by("-seq")[: limit + 1]
+        ]
+    pending = [m for m in snapshot.pending if tombstone is None or m["seq"] >= tombstone.erased_before_seq]
+    merged = merge_messages(rows, pending)
+    complete = len(rows) <= limit and len(merged) <= limit
+    merged = merged[-limit:]
+    exists = conversation is not None or bool(pending)
+    installed = False
+    if exists or allow_empty:
+        installed = cache.install(
+            tenant_slug=tenant.slug,
+            conversation_id=conversation_id,
+            version=snapshot.version,
+            messages=merged,
+            complete=complete,
+            ttl=tenant.setting("MEMORY_TTL_EXTENDED"),
+        )
+    logger.info(
+        "cache_rebuilt" if installed else "cache_rebuild_skipped",
+        tenant=tenant.slug,
+        conversation_id=conversation_id,
+        messages=len(merged),
+        pending=len(pending),
+    )
+    return RebuildResult(messages=merged, complete=complete, installed=installed, exists=exists)
+
+
+def merge_messages(rows: list[dict[str, Any]], pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows and pending writes in seq order, one per id (the row wins)."""
+    by_id = {m["id"]: m for m in pending}
+    by_id.update({m["id"]: m for m in rows})
+    return sorted(by_id.values(), key=lambda m: m["seq"])
+
+
+def memory_cache_rebuild(*, tenant: Tenant, conversation: Conversation) -> None:
+    cache.set_memory(
+        tenant_slug=tenant.slug,
+        conversation_id=conversation.conversation_id,
+        document=memory_document(tenant=tenant, conversation=conversation),
+        revision=conversation.memory_revision,
+        ttl=tenant.setting("MEMORY_TTL_STANDARD"),
+    )
+
+
+@dataclass(frozen=True)
+class TenantRebuildSummary:
+    conversations: int
+    messages: int
+    failed: list[str]
+    seconds: float
+
+
+def tenant_cache_rebuild(
+    *, tenant: Tenant, conversation_ids: Sequence[str] | None = None, progress: Any = None
+) -> TenantRebuildSummary:
+    """Seed 002 ``rebuild_cache_for_tenant``: every active conversation, or the ones named."""
+    started = time.perf_counter()
+    conversations = Conversation.objects.for_tenant(tenant).filter(archived=False)
+    if conversation_ids is not None:
+        conversations = Conversation.objects.for_tenant(tenant).filter(conversation_id__in=list(conversation_ids))
+    count = messages = 0
+    failed: list[str] = []
+    for conversation in conversations.order_by("pk").iterator(chunk_size=500):
+        try:
+            result = cache_rebuild(tenant=tenant, conversation_id=conversation.conversation_id, allow_empty=True)
+            if not result.installed:  # a write raced us: the live list is newer, rebuild once more
+                result = cache_rebuild(tenant=tenant, conversation_id=conversation.conversation_id, allow_empty=True)
+            memory_cache_rebuild(tenant=tenant, conversation=conversation)
+            messages += len(result.messages)
+            count += 1
+        except (cache.CacheUnavailable, DatabaseError) as error:
+            failed.append(conversation.conversation_id)
+            logger.error("cache_rebuild_failed", tenant=tenant.slug, conversation_id=conversation.conversation_id, error=str(error))
+        if progress is not None:
+            progress(1)
+    return TenantRebuildSummary(conversations=count, messages=messages, failed=failed, seconds=time.perf_counter() - started)
+
+
+def cache_repair_sweep() -> int:
+    """Invalidate the cached lists of conversations whose cache missed a write; returns how many."""
+    repaired = 0
+    for repair in CacheRepair.unscoped.select_related("tenant").order_by("pk")[:1000]:  # sweeper: all tenants
+        if repair.erase:
+            cache.erase(tenant_slug=repair.tenant.slug, conversation_id=repair.conversation_id)
+        else:
+            cache.invalidate(tenant_slug=repair.tenant.slug, conversation_id=repair.conversation_id)
+        CacheRepair.unscoped.filter(pk=repair.pk, created_at=repair.created_at).delete()
+        repaired += 1
+    if repaired:
+        logger.info("cache_repaired", conversations=repaired)
+    return repaired
+
+
+# --- Conversations ----------------------------------------------------------------------------
+
+
+def conversation_create(
+    *, tenant: Tenant, conversation_id: str, user_id: str = "", agent_id: str = "", metadata: dict | None = None
+) -> Conversation:
+    try:
+        with transaction.atomic():
+            return Conversation.objects.for_tenant(tenant).create(
+                tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id, metadata=metadata or {}
+            )
+    except IntegrityError as error:
+        raise Conflict(f"Conversation {conversation_id} already exists.", details={"conversation_id": conversation_id}) from error
+
+
+def conversation_update(*, tenant: Tenant, conversation_id: str, changes: dict[str, Any]) -> Conversation:
+    conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
+    if conversation is None:
+        raise NotFound(f"Conversation {conversation_id} does not exist.")
+    for name, value in changes.items():
+        setattr(conversation, name, value)
+    conversation.save(update_fields=[*changes, "updated_at"])
+    return conversation
+
+
+@dataclass(frozen=True)
+class EraseResult:
+    messages: int
+    cache_keys: int
+
+
+def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
+    """Erase a conversation everywhere: rows, cache keys, and writes still queued for it.
+
+    A tombstone with the next seq makes workers drop any queued message with an older seq. The
+    append lock is held throughout, so appends in flight finish first and their seqs are older.
+    """
+    token = uuid.uuid4().hex
+    try:
+        erased_before = _reserve_locked(tenant=tenant, conversation_id=conversation_id, count=1, token=token).first_seq
+        cache_reached = True
+    except cache.CacheUnavailable:
+        cache_reached = False
+        erased_before = _now_microseconds()
+    try:
+        pending = cache.pending(tenant_slug=tenant.slug, conversation_id=conversation_id) if cache_reached else []
+        with transaction.atomic():
+            conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).select_for_update().first()
+            if conversation is None and not pending:
+                raise NotFound(f"Conversation {conversation_id} does not exist.")
+            if conversation is not None:
+                erased_before = max(erased_before, conversation.last_seq + 1)
+            deleted = Message.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id).delete()[0]
+            Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
+            Tombstone.objects.for_tenant(tenant).update_or_create(
+                tenant=tenant, conversation_id=conversation_id, defaults={"erased_before_seq": erased_before}
+            )
+            CacheRepair.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
+            if not cache_reached:
+                CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=conversation_id, erase=True)
+    except BaseException:
+        if cache_reached:
+            try:
+                cache.release(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+            except cache.CacheUnavailable:
+                pass  # The lock expires by itself.
+        raise
+    keys = 0
+    if cache_reached:
+        try:
+            keys = cache.erase(tenant_slug=tenant.slug, conversation_id=conversation_id)  # the lock goes too
+        except cache.CacheUnavailable:
+            CacheRepair.objects.for_tenant(tenant).get_or_create(tenant=tenant, conversation_id=conversation_id, defaults={"erase": True})
+    logger.info("conversation_erased", tenant=tenant.slug, conversation_id=conversation_id, messages=deleted, cache_keys=keys)
+    return EraseResult(messages=deleted, cache_keys=keys)
+
+
+# --- Memory document (seed 002 save_memory) -----------------------------------------------------
+
+
+def memory_document(*, tenant: Tenant, conversation: Conversation) -> dict[str, Any]:
+    """The memory document with seed 002's standardised metadata."""
+    memory = conversation.memory or {}
+    return {
+        "messages": memory.get("messages", []),
+        "metadata": {
+            **(memory.get("metadata") or {}),
+            "tenant_id": tenant.slug,
+            "conversation_id": conversation.conversation_id,
+            "agent_id": conversation.agent_id,
+            "user_id": conversation.user_id,
+            "updated_at": conversation.updated_at.astimezone(UTC).isoformat() if conversation.updated_at else None,
+        },
+    }
+
+
+def memory_save(*, tenant: Tenant, conversation_id: str, document: dict[str, Any], agent_id: str = "", user_id: str = "") -> dict[str, Any]:
+    """Save the memory document: broker-confirmed, then cached; a later save always wins."""
+    revision = _memory_revision(tenant=tenant, conversation_id=conversation_id)
+    now = timezone.now().astimezone(UTC).isoformat()
+    metadata = {
+        **(document.get("metadata") or {}),
+        "tenant_id": tenant.slug,
+        "conversation_id": conversation_id,
+        "updated_at": now,
+    }
+    if agent_id:
+        metadata["agent_id"] = agent_id
+    if user_id:
+        metadata["user_id"] = user_id
+    saved = {"messages": document.get("messages", []), "metadata": metadata}
+    from conversations import tasks
+
+    publish(
+        tasks.memory_persist,
+        {
+            "tenant_id": tenant.pk,
+            "tenant_slug": tenant.slug,
+            "conversation_id": conversation_id,
+            "revision": revision,
+            "document": saved,
+            "user_id": user_id,
+            "agent_id": agent_id,
+        },
+    )
+    try:
+        cache.set_memory(
+            tenant_slug=tenant.slug,
+            conversation_id=conversation_id,
+            document=saved,
+            revision=revision,
+            ttl=tenant.setting("MEMORY_TTL_STANDARD"),
+        )
+    except cache.CacheUnavailable:
+        metrics.fallbacks.labels(kind="write_without_cache").inc()
+    return saved
+
+
+def _memory_revision(*, tenant: Tenant, conversation_id: str) -> int:
+    try:
+        reservation = cache.reserve(tenant_slug=tenant.slug, conversation_id=conversation_id, count=1, token="", lock_ms=0)
+        return reservation.first_seq
+    except cache.CacheUnavailable:
+        return _now_microseconds()
+
+
+def memory_persist(*, payload: dict[str, Any]) -> bool:
+    """Store a memory document unless a newer revision is already stored (idempotent)."""
+    tenant_id, conversation_id = payload["tenant_id"], payload["conversation_id"]
+    with transaction.atomic():
+        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_id=conversation_id).first()
+        if tombstone and payload["revision"] < tombstone.erased_before_seq:
+            return False
+        conversation = _conversation_for_update(
+            tenant_id=tenant_id, conversation_id=conversation_id, user_id=payload.get("user_id", ""), agent_id=payload.get("agent_id", "")
+        )
+        if conversation.memory_revision >= payload["revision"]:
+            return False
+        conversation.memory = payload["document"]
+        conversation.memory_revision = payload["revision"]
+        conversation.save(update_fields=["memory", "memory_revision", "updated_at"])
+    return True
+
+
+def conversation_or_404(*, tenant: Tenant, conversation_id: str) -> Conversation:
+    conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
+    if conversation is None:
+        raise NotFound(f"Conversation {conversation_id} does not exist.")
+    return conversation

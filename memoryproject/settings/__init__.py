@@ -1,0 +1,1 @@
+"""Settings per environment: ``local`` (embedded default), ``test``, ``production``; shared in ``base``."""

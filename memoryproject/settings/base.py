@@ -1,0 +1,256 @@
+"""Settings shared by every environment, read from the environment with django-environ.
+
+Service URLs (``DATABASE_URL``, ``REDIS_URL``, ``CELERY_BROKER_URL``) are chosen by the environment
+modules; the ``MEMORY_*`` knobs (DESIGN.md section 7) are read here and a tenant may override them.
+"""
+
+from pathlib import Path
+
+import environ
+from kombu import Exchange, Queue
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+env = environ.Env()
+
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework_api_key",
+    "drf_spectacular",
+    "django_structlog",
+    "tenants",
+    "conversations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_structlog.middlewares.RequestMiddleware",
+]
+
+ROOT_URLCONF = "memoryproject.urls"
+WSGI_APPLICATION = "memoryproject.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Request bodies: the API's own limits (MEMORY_MAX_*) answer first with a precise message;
+# this is the outer bound Django enforces before parsing.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", default=8 * 1024 * 1024)
+
+
+def database_settings(url: str) -> dict:
+    """One PostgreSQL connection setting from a URL, with pooled-friendly timeouts."""
+    database = env.db_url_config(url)
+    database["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
+    database["CONN_HEALTH_CHECKS"] = True
+    database.setdefault("OPTIONS", {})
+    # Fail fast when PostgreSQL is unreachable: writes are still accepted (DESIGN.md 5.6).
+    database["OPTIONS"].setdefault("connect_timeout", env.int("MEMORY_DB_CONNECT_TIMEOUT", default=2))
+    return database
+
+
+def cache_settings(url: str) -> dict:
+    """The django-redis cache. The conversation layer uses its raw client with exact keys and Lua;
+    Django's own cache API (sessions, throttles) uses JSON, never pickle."""
+    return {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": url,
+            "OPTIONS": {
+                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "SERIALIZER": "django_redis.serializers.json.JSONSerializer",
+                "SOCKET_CONNECT_TIMEOUT": env.float("MEMORY_REDIS_CONNECT_TIMEOUT", default=0.5),
+                "SOCKET_TIMEOUT": env.float("MEMORY_REDIS_SOCKET_TIMEOUT", default=0.5),
+                "CONNECTION_POOL_KWARGS": {"health_check_interval": 30, "max_connections": 200},
+            },
+        }
+    }
+
+
+# --- Celery (namespace CELERY_, read by memoryproject/celery.py) -------------------------------
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TIMEZONE = "UTC"
+# Write path promises (DESIGN.md 5.1 and 5.6): confirmed, persistent publishes on durable queues;
+# a task is acknowledged only after it ran, and redelivered if its worker dies.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True, "confirm_timeout": 5.0}
+CELERY_BROKER_CONNECTION_TIMEOUT = env.float("MEMORY_BROKER_CONNECT_TIMEOUT", default=2.0)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_POOL_LIMIT = 20
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_DELIVERY_MODE = "persistent"
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="memory")
+CELERY_TASK_DEFAULT_QUEUE = MEMORY_QUEUE
+CELERY_TASK_QUEUES = (
+    Queue(MEMORY_QUEUE, Exchange(MEMORY_QUEUE, type="direct", durable=True), routing_key=MEMORY_QUEUE, durable=True),
+)
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE = {
+    "cache-repair-sweep": {"task": "conversations.tasks.cache_repair_sweep", "schedule": 15.0},
+}
+
+# --- REST framework ------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.authentication.TenantApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenants.authentication.IsTenantAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "conversations.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Conversation memory service",
+    "DESCRIPTION": "Memory for LLM agents: conversations, messages and the memory document, per tenant.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Memory knobs (DESIGN.md section 7); a tenant may override any of them --------------------
+MEMORY_TTL_STANDARD = env.int("MEMORY_TTL_STANDARD", default=3600)
+MEMORY_TTL_EXTENDED = env.int("MEMORY_TTL_EXTENDED", default=86400)
+MEMORY_CONTEXT_TTL = env.int("MEMORY_CONTEXT_TTL", default=300)
+MEMORY_HISTORY_LIMIT = env.int("MEMORY_HISTORY_LIMIT", default=50)
+MEMORY_SHORT_TERM_TURNS = env.int("MEMORY_SHORT_TERM_TURNS", default=10)
+MEMORY_LONG_TERM_TURNS = env.int("MEMORY_LONG_TERM_TURNS", default=50)
+MEMORY_MAX_TOKENS = env.int("MEMORY_MAX_TOKENS", default=4000)
+MEMORY_COMPRESSION_THRESHOLD = env.float("MEMORY_COMPRESSION_THRESHOLD", default=0.8)
+MEMORY_SUMMARY_EVERY = env.int("MEMORY_SUMMARY_EVERY", default=10)
+MEMORY_SUMMARY_WINDOW = env.int("MEMORY_SUMMARY_WINDOW", default=12)
+MEMORY_TOP_K = env.int("MEMORY_TOP_K", default=8)
+MEMORY_SIMILARITY_THRESHOLD = env.float("MEMORY_SIMILARITY_THRESHOLD", default=0.45)
+MEMORY_VECTOR_FETCH_LIMIT = env.int("MEMORY_VECTOR_FETCH_LIMIT", default=200)
+MEMORY_CROSS_SESSION_TRIGGER = env.int("MEMORY_CROSS_SESSION_TRIGGER", default=50)
+MEMORY_MAX_CHECKPOINTS = env.int("MEMORY_MAX_CHECKPOINTS", default=20)
+
+# Bounds on input (DESIGN.md 5.8) and on the cache.
+MEMORY_MAX_CONTENT_CHARS = env.int("MEMORY_MAX_CONTENT_CHARS", default=100_000)
+MEMORY_MAX_METADATA_BYTES = env.int("MEMORY_MAX_METADATA_BYTES", default=16_384)
+MEMORY_MAX_MEMORY_BYTES = env.int("MEMORY_MAX_MEMORY_BYTES", default=1_048_576)
+MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
+MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
+MEMORY_MAX_ID_LENGTH = env.int("MEMORY_MAX_ID_LENGTH", default=200)
+MEMORY_CACHE_LIST_LIMIT = env.int("MEMORY_CACHE_LIST_LIMIT", default=1000)
+MEMORY_PENDING_TTL = env.int("MEMORY_PENDING_TTL", default=7 * 86400)
+MEMORY_APPEND_LOCK_TIMEOUT = env.float("MEMORY_APPEND_LOCK_TIMEOUT", default=5.0)
+MEMORY_REBUILD_LOCK_TTL = env.int("MEMORY_REBUILD_LOCK_TTL", default=30)
+MEMORY_AUTH_CACHE_TTL = env.int("MEMORY_AUTH_CACHE_TTL", default=300)
+MEMORY_PERSIST_MAX_RETRIES = env.int("MEMORY_PERSIST_MAX_RETRIES", default=12)
+MEMORY_RETRY_BACKOFF_MAX = env.int("MEMORY_RETRY_BACKOFF_MAX", default=60)
+
+# Overridable per tenant through Tenant.settings (validated against this list).
+MEMORY_TENANT_OVERRIDABLE = (
+    "MEMORY_TTL_STANDARD",
+    "MEMORY_TTL_EXTENDED",
+    "MEMORY_CONTEXT_TTL",
+    "MEMORY_HISTORY_LIMIT",
+    "MEMORY_SHORT_TERM_TURNS",
+    "MEMORY_LONG_TERM_TURNS",
+    "MEMORY_MAX_TOKENS",
+    "MEMORY_COMPRESSION_THRESHOLD",
+    "MEMORY_SUMMARY_EVERY",
+    "MEMORY_SUMMARY_WINDOW",
+    "MEMORY_TOP_K",
+    "MEMORY_SIMILARITY_THRESHOLD",
+    "MEMORY_VECTOR_FETCH_LIMIT",
+    "MEMORY_CROSS_SESSION_TRIGGER",
+    "MEMORY_MAX_CHECKPOINTS",
+)
+
+# --- Logging: structured (structlog), one JSON object a line --------------------------------------
+import structlog  # noqa: E402
+
+LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "json": {
+            "()": structlog.stdlib.ProcessorFormatter,
+            "processor": structlog.processors.JSONRenderer(),
+            "foreign_pre_chain": [
+                structlog.contextvars.merge_contextvars,
+                structlog.processors.TimeStamper(fmt="iso"),
+                structlog.stdlib.add_logger_name,
+                structlog.stdlib.add_log_level,
+            ],
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "django_structlog": {"level": "WARNING"},
+    },
+}
+structlog.configure(
+    processors=[
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.filter_by_level,
+        structlog.processors.TimeStamper(fmt="iso"),
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.add_log_level,
+        structlog.processors.StackInfoRenderer(),
+        structlog.processors.format_exc_info,
+        structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+    ],
+    logger_factory=structlog.stdlib.LoggerFactory(),
+    wrapper_class=structlog.stdlib.BoundLogger,
+    cache_logger_on_first_use=True,
+)

@@ -1,0 +1,20 @@
+"""Production settings: every service URL and the secret key must come from the environment."""
+
+from .base import *  # noqa: F403
+from .base import cache_settings, database_settings, env
+
+SECRET_KEY = env.str("DJANGO_SECRET_KEY")
+DATABASES = {"default": database_settings(env.str("DATABASE_URL"))}
+REDIS_URL = env.str("REDIS_URL")
+CACHES = cache_settings(REDIS_URL)
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")
+
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=True)
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+SECURE_HSTS_PRELOAD = True
+SESSION_COOKIE_SECURE = True
+CSRF_COOKIE_SECURE = True
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"

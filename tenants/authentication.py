@@ -1,0 +1,114 @@
+"""API key authentication: ``Authorization: Api-Key <key>`` names the tenant of the request.
+
+Key records are cached in Redis for ``MEMORY_AUTH_CACHE_TTL`` seconds so that a request needs no
+PostgreSQL round trip, and so that writes are still accepted while PostgreSQL is down (DESIGN.md
+5.6). Revoking a key or changing its tenant forgets the cached record (``tenants.services``).
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import structlog
+from django.conf import settings
+from django.core.cache import cache
+from django.db import DatabaseError
+from django.utils import timezone
+from rest_framework import authentication, exceptions, permissions
+from rest_framework_api_key.permissions import KeyParser
+
+from tenants.models import Tenant, TenantApiKey
+from tenants.services import auth_cache_key
+
+logger = structlog.get_logger(__name__)
+LAST_USED_RESOLUTION_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class TenantPrincipal:
+    """The authenticated caller: a tenant, through one of its keys."""
+
+    tenant: Tenant
+    key_prefix: str
+    is_authenticated: bool = True
+
+
+class TenantApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Api-Key"
+    key_parser = KeyParser()
+
+    def authenticate_header(self, request: Any) -> str:
+        return self.keyword
+
+    def authenticate(self, request: Any) -> tuple[TenantPrincipal, str] | None:
+        key = self.key_parser.get(request)
+        if not key:
+            return None
+        prefix, _, _ = key.partition(".")
+        record = self._record(prefix)
+        if record is None or not TenantApiKey.objects.key_generator.verify(key, record["hashed_key"]):
+            raise exceptions.AuthenticationFailed("The API key is not valid.")
+        if record["revoked"] or not record["tenant_active"]:
+            raise exceptions.AuthenticationFailed("The API key has been revoked.")
+        if record["expiry_date"] and datetime.fromisoformat(record["expiry_date"]) < timezone.now():
+            raise exceptions.AuthenticationFailed("The API key has expired; create a new one.")
+        tenant = Tenant(
+            id=record["tenant_id"], slug=record["tenant_slug"], name=record["tenant_slug"], active=True, settings=record["tenant_settings"]
+        )
+        tenant._state.adding = False
+        tenant._state.db = "default"
+        return TenantPrincipal(tenant=tenant, key_prefix=prefix), prefix
+
+    def _record(self, prefix: str) -> dict[str, Any] | None:
+        cache_key = auth_cache_key(prefix)
+        try:
+            record = cache.get(cache_key)
+        except Exception as error:  # Redis down: authenticate from PostgreSQL alone
+            logger.warning("auth_cache_unavailable", error=str(error))
+            record, cache_key = None, None
+        now = timezone.now()
+        if record is not None:
+            if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
+                self._touch(prefix, record, cache_key, now)
+            return record
+        try:
+            api_key = TenantApiKey.objects.select_related("tenant").filter(prefix=prefix).first()
+        except DatabaseError as error:
+            raise ServiceUnavailableAuth() from error
+        if api_key is None:
+            return None
+        record = {
+            "hashed_key": api_key.hashed_key,
+            "revoked": api_key.revoked,
+            "expiry_date": api_key.expiry_date.isoformat() if api_key.expiry_date else None,
+            "tenant_id": api_key.tenant_id,
+            "tenant_slug": api_key.tenant.slug,
+            "tenant_active": api_key.tenant.active,
+            "tenant_settings": api_key.tenant.settings,
+            "last_used": 0,
+        }
+        self._touch(prefix, record, cache_key, now)
+        return record
+
+    def _touch(self, prefix: str, record: dict[str, Any], cache_key: str | None, now: datetime) -> None:
+        record["last_used"] = now.timestamp()
+        try:
+            TenantApiKey.objects.filter(prefix=prefix).update(last_used_at=now)
+        except DatabaseError:
+            pass  # last use is informative; PostgreSQL being down must not refuse the request
+        if cache_key is not None:
+            try:
+                cache.set(cache_key, record, timeout=settings.MEMORY_AUTH_CACHE_TTL)
+            except Exception as error:
+                logger.warning("auth_cache_unavailable", error=str(error))
+
+
+class ServiceUnavailableAuth(exceptions.APIException):
+    status_code = 503
+    default_detail = "Authentication is unavailable: neither the key cache nor PostgreSQL answers. Retry shortly."
+    default_code = "service_unavailable"
+
+
+class IsTenantAuthenticated(permissions.BasePermission):
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return isinstance(request.user, TenantPrincipal)

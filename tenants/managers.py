@@ -1,0 +1,77 @@
+"""Fail-closed tenant scoping for every tenant-owned model.
+
+The default manager ``objects`` refuses to query without a tenant: ``Model.objects.for_tenant(t)``
+is the only way in. ``Model.unscoped`` serves the admin, migrations and cross-tenant maintenance;
+every use of it carries a comment saying why.
+"""
+
+from typing import Any
+
+from django.db import models
+
+
+class TenantScopeError(RuntimeError):
+    """A tenant-owned model was queried without a tenant."""
+
+
+class TenantQuerySet(models.QuerySet):
+    def for_tenant(self, tenant: Any) -> "TenantQuerySet":
+        if tenant is None:
+            raise TenantScopeError(f"{self.model.__name__} queried with tenant=None.")
+        clone = self._chain()
+        clone._tenant_scoped = True
+        tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+        return clone.filter(tenant_id=tenant_id)
+
+    def _chain(self) -> "TenantQuerySet":
+        clone = super()._chain()
+        clone._tenant_scoped = getattr(self, "_tenant_scoped", False)
+        return clone
+
+    def _fetch_all(self) -> None:
+        self._require_scope()
+        super()._fetch_all()
+
+    def _require_scope(self) -> None:
+        if not getattr(self, "_tenant_scoped", False):
+            raise TenantScopeError(
+                f"{self.model.__name__}.objects must be scoped with .for_tenant(tenant) before it is "
+                f"queried; use {self.model.__name__}.unscoped only in admin or maintenance code."
+            )
+
+    # Every terminal operation that does not go through _fetch_all checks the scope too.
+    def count(self) -> int:
+        self._require_scope()
+        return super().count()
+
+    def exists(self) -> bool:
+        self._require_scope()
+        return super().exists()
+
+    def aggregate(self, *args: Any, **kwargs: Any) -> dict:
+        self._require_scope()
+        return super().aggregate(*args, **kwargs)
+
+    def update(self, **kwargs: Any) -> int:
+        self._require_scope()
+        return super().update(**kwargs)
+
+    def delete(self) -> tuple[int, dict[str, int]]:
+        self._require_scope()
+        return super().delete()
+
+    def iterator(self, chunk_size: int | None = None):  # noqa: ANN201
+        self._require_scope()
+        return super().iterator(chunk_size=chunk_size)
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        self._require_scope()
+        return super().get(*args, **kwargs)
+
+
+class TenantManager(models.Manager.from_queryset(TenantQuerySet)):
+    """Default manager: refuses unscoped queries."""
+
+
+class UnscopedManager(models.Manager):
+    """Escape hatch for admin, migrations and maintenance. Grep for ``.unscoped`` to audit."""

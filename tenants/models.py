@@ -1,0 +1,87 @@
+"""Tenants, their hashed API keys and the staff bound to one tenant.
+
+A tenant is a company sharing the deployment; every tenant-owned row elsewhere carries it. The
+tenant of a request comes from its API key and nothing else.
+"""
+
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
+
+slug_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9-]{0,62}$",
+    "A tenant slug is 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit.",
+)
+
+
+class Tenant(models.Model):
+    slug = models.CharField(max_length=63, unique=True, validators=[slug_validator])
+    name = models.CharField(max_length=200)
+    active = models.BooleanField(default=True)
+    # Overrides of the MEMORY_* settings for this tenant only, e.g. {"MEMORY_HISTORY_LIMIT": 20}.
+    settings = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("slug",)
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def clean(self) -> None:
+        validate_setting_overrides(self.settings)
+
+    def setting(self, name: str) -> Any:
+        """The tenant's value of a MEMORY_* setting: its override, or the deployment's default."""
+        if name in self.settings:
+            return self.settings[name]
+        return getattr(settings, name)
+
+
+def validate_setting_overrides(overrides: Any) -> None:
+    if not isinstance(overrides, dict):
+        raise ValidationError("Tenant settings must be a JSON object of MEMORY_* names to values.")
+    allowed = set(settings.MEMORY_TENANT_OVERRIDABLE)
+    for name, value in overrides.items():
+        if name not in allowed:
+            raise ValidationError(f"{name} is not a setting a tenant may override; allowed: {', '.join(sorted(allowed))}.")
+        default = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValidationError(f"{name} must be a non-negative number like its default ({default}).")
+        if isinstance(default, int) and not isinstance(value, int):
+            raise ValidationError(f"{name} must be a whole number like its default ({default}).")
+
+
+class TenantApiKeyManager(BaseAPIKeyManager):
+    def get_usable_keys(self) -> models.QuerySet:
+        return super().get_usable_keys().filter(tenant__active=True)
+
+
+class TenantApiKey(AbstractAPIKey):
+    """An API key bound to one tenant; stored hashed (SHA-512), shown once at creation."""
+
+    objects = TenantApiKeyManager()
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"
+
+
+class TenantStaff(models.Model):
+    """Binds a staff user to the one tenant whose data they may see in the admin."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_staff")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="staff")
+
+    class Meta:
+        verbose_name = "tenant staff member"
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.tenant}"

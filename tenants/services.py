@@ -1,0 +1,63 @@
+"""Writes for tenants and their API keys. Every change that affects authentication forgets the
+cached key records at once, so a revoked key or a deactivated tenant is refused on the next call."""
+
+from datetime import datetime
+from typing import Any
+
+import structlog
+from django.core.cache import cache
+from django.db import transaction
+
+from tenants.models import Tenant, TenantApiKey, validate_setting_overrides
+
+logger = structlog.get_logger(__name__)
+
+AUTH_CACHE_PREFIX = "auth:apikey:"
+
+
+def auth_cache_key(prefix: str) -> str:
+    return f"{AUTH_CACHE_PREFIX}{prefix}"
+
+
+def tenant_create(*, slug: str, name: str = "", settings: dict[str, Any] | None = None) -> Tenant:
+    tenant = Tenant(slug=slug, name=name or slug, settings=settings or {})
+    tenant.full_clean()
+    tenant.save()
+    logger.info("tenant_created", tenant=slug)
+    return tenant
+
+
+def tenant_update(*, tenant: Tenant, **changes: Any) -> Tenant:
+    if "settings" in changes:
+        validate_setting_overrides(changes["settings"])
+    for name, value in changes.items():
+        setattr(tenant, name, value)
+    tenant.full_clean()
+    tenant.save()
+    auth_cache_forget(tenant=tenant)
+    return tenant
+
+
+def api_key_create(*, tenant: Tenant, name: str, expiry_date: datetime | None = None) -> tuple[TenantApiKey, str]:
+    """Create a key; the plain key is returned once and never stored."""
+    api_key, plain = TenantApiKey.objects.create_key(tenant=tenant, name=name, expiry_date=expiry_date)
+    logger.info("api_key_created", tenant=tenant.slug, prefix=api_key.prefix)
+    return api_key, plain
+
+
+def api_key_revoke(*, api_key: TenantApiKey) -> None:
+    with transaction.atomic():
+        api_key.revoked = True
+        api_key.save(update_fields=["revoked"])
+    _forget(api_key.prefix)
+    logger.info("api_key_revoked", tenant=api_key.tenant_id, prefix=api_key.prefix)
+
+
+def auth_cache_forget(*, tenant: Tenant) -> None:
+    for prefix in TenantApiKey.objects.filter(tenant=tenant).values_list("prefix", flat=True):
+        _forget(prefix)
+
+
+def _forget(prefix: str) -> None:
+    # Deliberately not swallowed: a revocation that cannot reach the cache must say so.
+    cache.delete(auth_cache_key(prefix))
