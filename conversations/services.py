@@ -185,6 +185,13 @@ def _append_through_cache(
 ) -> list[dict[str, Any]]:
     token = uuid.uuid4().hex
     reservation = _reserve_locked(tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token)
+    stored = [message | {"seq": reservation.first_seq + index} for index, message in enumerate(messages)]
+    try:
+        _publish_persist(tenant=tenant, conversation_id=conversation_id, messages=stored, user_id=user_id, agent_id=agent_id)
+    except BaseException:
+        _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token)
+        raise
+    # Durable from here on: whatever fails next, the answer is 201 and the worker completes the cache.
     try:
         if not reservation.cached:
             # Warm the cache under our lock so the list the messages join holds the whole window.
@@ -193,15 +200,6 @@ def _append_through_cache(
             except DatabaseError:
                 metrics.fallbacks.labels(kind="write_without_database").inc()
                 logger.warning("append_database_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
-        stored = [message | {"seq": reservation.first_seq + index} for index, message in enumerate(messages)]
-        _publish_persist(tenant=tenant, conversation_id=conversation_id, messages=stored, user_id=user_id, agent_id=agent_id)
-    except BaseException:
-        try:
-            cache.release(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
-        except cache.CacheUnavailable:
-            pass  # The lock expires by itself.
-        raise
-    try:
         cache.merge(
             tenant_slug=tenant.slug,
             conversation_id=conversation_id,
@@ -211,9 +209,16 @@ def _append_through_cache(
             token=token,
         )
     except cache.CacheUnavailable as error:
-        # Durable already (the broker confirmed); the worker puts it in the cache once persisted.
         logger.warning("append_cache_merge_failed", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
+        _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token)
     return stored
+
+
+def _release_quietly(*, tenant: Tenant, conversation_id: str, token: str) -> None:
+    try:
+        cache.release(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+    except cache.CacheUnavailable:
+        pass  # The lock expires by itself.
 
 
 def _append_through_database(
@@ -598,10 +603,7 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
                 CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=conversation_id, erase=True)
     except BaseException:
         if cache_reached:
-            try:
-                cache.release(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
-            except cache.CacheUnavailable:
-                pass  # The lock expires by itself.
+            _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token)
         raise
     keys = 0
     if cache_reached:

@@ -1,0 +1,274 @@
+"""The write path's promises under real faults (DESIGN.md section 5): a broker that refuses or is
+down, Redis flushed or restarted, PostgreSQL unreachable, a worker killed mid-task, a task that
+keeps failing. Every fault acts on a process or proxy the test starts itself."""
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import amqp
+import kombu.pools
+import psycopg
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db import OperationalError, connection
+from django.test import override_settings
+from django_redis import get_redis_connection
+
+from conversations import services, tasks
+from conversations.models import Conversation, DeadLetter, Message
+from memoryproject.celery import app as celery_app
+from tests.conftest import wait_for_rows
+from tests.faults import CeleryWorker, PrivateRedis, TcpProxy, wait_until
+
+
+def append(api: Any, conversation_id: str, content: str, **extra: Any) -> Any:
+    return api.post(f"/api/v1/conversations/{conversation_id}/messages/", {"role": "user", "content": content, **extra}, format="json")
+
+
+def window(api: Any, conversation_id: str, **params: Any) -> list[dict]:
+    answer = api.get(f"/api/v1/conversations/{conversation_id}/messages/", params)
+    assert answer.status_code == 200, answer.content
+    return answer.json()["messages"]
+
+
+def cache_keys(tenant_slug: str, conversation_id: str) -> list[bytes]:
+    return list(get_redis_connection("default").scan_iter(match=f"{tenant_slug}:{conversation_id}:*"))
+
+
+def reset_broker_pool() -> None:
+    """Forget pooled broker connections so the next publish connects to the configured URL."""
+    kombu.pools.reset()
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+
+
+# --- 1. A 201 means durable -------------------------------------------------------------------
+
+
+def test_a_201_is_a_persistent_message_on_a_durable_queue_before_any_worker_runs(api, tenant, no_worker):
+    answer = append(api, "durable", "remember me")
+    assert answer.status_code == 201
+    with celery_app.connection_for_write() as broker:
+        channel = broker.default_channel
+        message = channel.basic_get(settings.MEMORY_QUEUE, no_ack=False)
+        assert message is not None, "the persist task is not in the queue"
+        assert message.properties["delivery_mode"] == 2
+        assert answer.json()["messages"][0]["id"] in str(message.body)
+        channel.basic_reject(message.delivery_tag, requeue=True)
+    with celery_app.connection_for_write() as broker, pytest.raises(amqp.exceptions.PreconditionFailed):
+        broker.default_channel.queue_declare(settings.MEMORY_QUEUE, durable=False)
+
+
+@pytest.fixture
+def refusing_queue() -> Iterator[str]:
+    """A queue the broker refuses every publish to (max-length 0, reject-publish)."""
+    name = f"memtest-refuse-{uuid.uuid4().hex[:8]}"
+    policy = ["rabbitmqctl", "set_policy", "--apply-to", "queues", name, f"^{name}$", '{"max-length":0,"overflow":"reject-publish"}']
+    subprocess.run(policy, check=True, capture_output=True, timeout=60)
+    yield name
+    subprocess.run(["rabbitmqctl", "clear_policy", name], capture_output=True, timeout=60)
+    with celery_app.connection_for_write() as broker:
+        broker.default_channel.queue_delete(name)
+
+
+def test_a_broker_that_refuses_the_publish_gets_503_and_nothing_is_stored(api, tenant, refusing_queue, transactional_db):
+    with override_settings(MEMORY_QUEUE=refusing_queue):
+        answer = append(api, "refused", "this must not be kept")
+    assert answer.status_code == 503
+    assert answer["Retry-After"]
+    assert answer.json()["error"]["code"] == "broker_unavailable"
+    window_keys = [key for key in cache_keys("acme", "refused") if not key.endswith((b":state", b":lock"))]
+    assert window_keys == []
+    assert not get_redis_connection("default").exists("acme:refused:lock")
+    assert not Message.objects.for_tenant(tenant).exists()
+
+
+def test_a_broker_that_is_down_gets_503_with_retry_after(api, tenant, transactional_db):
+    original = celery_app.conf.broker_url
+    celery_app.conf.broker_url = "amqp://guest:guest@127.0.0.1:1//"
+    reset_broker_pool()
+    try:
+        answer = append(api, "no-broker", "nobody hears this")
+    finally:
+        celery_app.conf.broker_url = original
+        reset_broker_pool()
+    assert answer.status_code == 503
+    assert int(answer["Retry-After"]) > 0
+    assert [key for key in cache_keys("acme", "no-broker") if key.endswith((b":messages", b":pending"))] == []
+    assert append(api, "no-broker", "now it works").status_code == 201
+
+
+# --- 3. Ordered, across a Redis restart ------------------------------------------------------
+
+
+@pytest.fixture
+def private_redis(settings: Any) -> Iterator[PrivateRedis]:
+    redis = PrivateRedis()
+    redis.start()
+    caches = {"default": {**settings.CACHES["default"], "LOCATION": redis.url}}
+    with override_settings(CACHES=caches):
+        yield redis
+    redis.close()
+
+
+def test_seqs_keep_increasing_across_a_redis_restart_and_match_the_database(api, tenant, private_redis, worker_env, transactional_db):
+    seqs = [append(api, "restart", f"before {n}").json()["messages"][0]["seq"] for n in range(3)]
+    private_redis.restart_empty()
+    seqs += [append(api, "restart", f"after {n}").json()["messages"][0]["seq"] for n in range(3)]
+    assert seqs == sorted(seqs) and len(set(seqs)) == 6
+    worker = CeleryWorker(env={**worker_env, "REDIS_URL": private_redis.url}, name="private-redis")
+    worker.start()
+    try:
+        wait_for_rows(Message, tenant, 6)
+    finally:
+        worker.stop()
+    stored = list(Message.objects.for_tenant(tenant).order_by("seq").values_list("seq", "content"))
+    assert [seq for seq, _ in stored] == seqs
+    assert [content for _, content in stored] == [f"before {n}" for n in range(3)] + [f"after {n}" for n in range(3)]
+
+
+def test_a_write_survives_redis_being_flushed_before_it_is_persisted(api, tenant, no_worker, worker_env):
+    written = append(api, "flushed", "keep me").json()["messages"][0]
+    get_redis_connection("default").flushdb()
+    worker = CeleryWorker(env=worker_env, name="after-flush")
+    worker.start()
+    try:
+        wait_for_rows(Message, tenant, 1)
+    finally:
+        worker.stop()
+    row = Message.objects.for_tenant(tenant).get()
+    assert (str(row.id), row.seq) == (written["id"], written["seq"])
+    assert [m["id"] for m in window(api, "flushed")] == [written["id"]]
+
+
+# --- 4. Read-your-writes ------------------------------------------------------------------
+
+
+def test_a_201_message_is_in_the_window_before_any_worker_persisted_it(api, tenant, no_worker):
+    ids = [append(api, "ryw", f"turn {n}").json()["messages"][0]["id"] for n in range(5)]
+    assert [m["id"] for m in window(api, "ryw")] == ids
+    assert not Message.objects.for_tenant(tenant).exists()
+
+
+# --- 6. Degraded, not down -------------------------------------------------------------------
+
+
+def test_a_worker_killed_mid_task_redelivers_and_makes_exactly_one_row(api, tenant, worker):
+    assert api.post("/api/v1/conversations/", {"conversation_id": "killed"}, format="json").status_code == 201
+    db = connection.settings_dict
+    dsn = f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} user={db['USER']} dbname={db['NAME']}"
+    with psycopg.connect(dsn) as blocker:
+        # Hold the conversation row so the worker's persist blocks inside its transaction.
+        blocker.execute(
+            "SELECT 1 FROM conversation_memories WHERE conversation_id = 'killed' FOR UPDATE"
+        )
+        written = append(api, "killed", "survive the crash").json()["messages"][0]
+
+        def worker_is_blocked_mid_task() -> bool:
+            with psycopg.connect(dsn, autocommit=True) as probe:
+                row = probe.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", [db["NAME"]]
+                ).fetchone()
+                return row[0] > 0
+
+        wait_until(worker_is_blocked_mid_task, message="the worker to be inside the persist task")
+        worker.kill()
+        blocker.rollback()
+    worker.start()
+    wait_for_rows(Message, tenant, 1)
+    rows = list(Message.objects.for_tenant(tenant).values_list("id", "seq"))
+    assert [(str(message_id), seq) for message_id, seq in rows] == [(written["id"], written["seq"])]
+    conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="killed")
+    assert conversation.message_count == 1
+
+
+@pytest.fixture
+def postgres_proxy(worker_env: dict[str, str]) -> Iterator[TcpProxy]:
+    """PostgreSQL behind a proxy that can be cut, for this process and for a worker of its own."""
+    db = connection.settings_dict
+    proxy = TcpProxy(int(db["PORT"] or 5432), db["HOST"] or "127.0.0.1")
+    proxy.start()
+    original = (db["HOST"], db["PORT"])
+    connection.close()
+    db["HOST"], db["PORT"] = "127.0.0.1", str(proxy.port)
+    try:
+        yield proxy
+    finally:
+        proxy.restore() if proxy._listener is None else None
+        connection.close()
+        db["HOST"], db["PORT"] = original
+        proxy.close()
+
+
+def test_writes_are_accepted_while_postgres_is_down_and_persisted_on_recovery(api, tenant, worker_env, transactional_db, postgres_proxy):
+    proxied = {**worker_env, "DATABASE_URL": worker_env["DATABASE_URL"].replace(
+        f":{connection.settings_dict['NAME']}", f":{connection.settings_dict['NAME']}")}
+    db = connection.settings_dict
+    proxied["DATABASE_URL"] = f"postgres://{db['USER']}@127.0.0.1:{postgres_proxy.port}/{db['NAME']}"
+    worker = CeleryWorker(env=proxied, name="pg-proxy")
+    worker.start()
+    try:
+        first = append(api, "pgdown", "before the outage").json()["messages"][0]
+        wait_for_rows(Message, tenant, 1)
+
+        postgres_proxy.cut()
+        during = []
+        for n in range(3):
+            answer = append(api, "pgdown", f"during the outage {n}")
+            assert answer.status_code == 201, answer.content
+            during.append(answer.json()["messages"][0]["id"])
+        assert [m["id"] for m in window(api, "pgdown")] == [first["id"], *during]
+        with pytest.raises(OperationalError):
+            Message.objects.for_tenant(tenant).count()
+
+        postgres_proxy.restore()
+        connection.close()
+        wait_for_rows(Message, tenant, 4, timeout=90)
+    finally:
+        worker.stop()
+    stored = list(Message.objects.for_tenant(tenant).order_by("seq").values_list("id", flat=True))
+    assert [str(message_id) for message_id in stored] == [first["id"], *during]
+    assert not DeadLetter.objects.for_tenant(tenant).exists()
+
+
+# --- 7. No silent loss ---------------------------------------------------------------------------
+
+
+def test_a_task_that_keeps_failing_stops_after_bounded_attempts_in_the_dead_letter_table(tenant, monkeypatch, transactional_db):
+    attempts = []
+
+    def always_unreachable(*, payload: dict) -> None:
+        attempts.append(payload)
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(services, "messages_persist", always_unreachable)
+    payload = {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "conversation_id": "doomed", "messages": []}
+    with override_settings(MEMORY_PERSIST_MAX_RETRIES=2):
+        tasks.messages_persist.apply(args=[payload])
+    assert len(attempts) == 3
+    dead_letter = DeadLetter.objects.for_tenant(tenant).get()
+    assert dead_letter.attempts == 3
+    assert dead_letter.payload == payload
+    assert "connection refused" in dead_letter.error
+
+
+def test_a_conflicting_write_lands_in_dead_letters_and_replays_once_fixed(api, tenant, worker):
+    taken = append(api, "first", "original").json()["messages"][0]
+    wait_for_rows(Message, tenant, 1)
+    clash = {"id": taken["id"], "seq": 1, "role": "user", "content": "clash", "metadata": {},
+             "created_at": taken["created_at"], "token_count": 1}
+    services.publish(tasks.messages_persist, {"tenant_id": tenant.pk, "tenant_slug": tenant.slug,
+                                              "conversation_id": "second", "messages": [clash]})
+    wait_until(lambda: DeadLetter.objects.for_tenant(tenant).exists(), message="a dead letter")
+    assert "already stored with other content" in DeadLetter.objects.for_tenant(tenant).get().error
+
+    assert api.delete("/api/v1/conversations/first/").status_code == 200
+    call_command("replay_dead_letters", "--tenant", tenant.slug)
+    wait_until(
+        lambda: Message.objects.for_tenant(tenant).filter(conversation__conversation_id="second").exists(),
+        message="the replayed message",
+    )
+    assert DeadLetter.objects.for_tenant(tenant).get().replayed_at is not None
