@@ -75,9 +75,10 @@ def message_json(message: dict[str, Any]) -> str:
     """Serialise a message with ``seq`` first, the shape the scripts read."""
     rest = {name: value for name, value in message.items() if name != "seq"}
     body = json.dumps(rest, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    seq = int(message["seq"])
     if body == "{}":
-        return '{"seq":%d}' % message["seq"]
-    return '{"seq":%d,' % message["seq"] + body[1:]
+        return f'{{"seq":{seq}}}'
+    return f'{{"seq":{seq},' + body[1:]
 
 
 def header_json(*, complete: bool) -> str:

@@ -106,6 +106,9 @@ class Tombstone(models.Model):
             models.UniqueConstraint(fields=["tenant", "conversation_id"], name="tombstone_unique_per_conversation"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.tenant_id}:{self.conversation_id} erased before {self.erased_before_seq}"
+
 
 class CacheRepair(models.Model):
     """A conversation whose cached list may have missed a persisted write (Redis was unreachable).
@@ -126,6 +129,9 @@ class CacheRepair(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["tenant", "conversation_id"], name="cache_repair_unique_per_conversation"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id}:{self.conversation_id} ({'erase' if self.erase else 'invalidate'})"
 
 
 class DeadLetter(models.Model):

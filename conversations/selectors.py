@@ -241,7 +241,11 @@ def _broker_status() -> dict[str, Any]:
         with app.connection_for_write() as broker:
             broker.ensure_connection(max_retries=1, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT)
             channel = broker.default_channel
-            _, depth, consumers = channel.queue_declare(settings.MEMORY_QUEUE, passive=True)
+            if broker.transport.driver_type == "redis":
+                # kombu's Redis transport has no passive declare for an empty queue: the list length is the depth.
+                depth, consumers = channel.client.llen(settings.MEMORY_QUEUE), None
+            else:
+                _, depth, consumers = channel.queue_declare(settings.MEMORY_QUEUE, passive=True)
         metrics.queue_depth.set(depth)
         return {
             "ok": True,

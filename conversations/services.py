@@ -241,19 +241,22 @@ def _append_through_database(
     return stored
 
 
+# Seqs from PostgreSQL when Redis is down: the same hybrid clock, kept on the conversation row.
+RESERVE_SEQS_SQL = """
+    INSERT INTO conversation_memories
+        (tenant_id, conversation_id, user_id, agent_id, archived, memory, metadata, memory_revision,
+         last_seq, message_count, token_count, created_at, updated_at)
+    VALUES (%s, %s, %s, %s, false, '{}', '{}', 0, %s, 0, 0, now(), now())
+    ON CONFLICT (tenant_id, conversation_id) DO UPDATE
+        SET last_seq = GREATEST(conversation_memories.last_seq + %s, EXCLUDED.last_seq)
+    RETURNING last_seq
+"""
+
+
 def _reserve_seqs_in_database(*, tenant: Tenant, conversation_id: str, count: int, user_id: str, agent_id: str) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""
-            INSERT INTO {Conversation._meta.db_table}
-                (tenant_id, conversation_id, user_id, agent_id, archived, memory, metadata, memory_revision,
-                 last_seq, message_count, token_count, created_at, updated_at)
-            VALUES (%s, %s, %s, %s, false, '{{}}', '{{}}', 0, %s, 0, 0, now(), now())
-            ON CONFLICT (tenant_id, conversation_id) DO UPDATE
-                SET last_seq = GREATEST({Conversation._meta.db_table}.last_seq + %s, EXCLUDED.last_seq)
-            RETURNING last_seq
-            """,
-            [tenant.pk, conversation_id, user_id, agent_id, _now_microseconds() + count - 1, count],
+            RESERVE_SEQS_SQL, [tenant.pk, conversation_id, user_id, agent_id, _now_microseconds() + count - 1, count]
         )
         return cursor.fetchone()[0]
 

@@ -22,9 +22,8 @@ from tests.faults import CeleryWorker, wait_until
 
 
 @pytest.fixture(autouse=True)
-def clean_redis() -> Iterator[None]:
+def clean_redis() -> None:
     get_redis_connection("default").flushdb()
-    yield
 
 
 def purge_queue() -> None:
@@ -47,7 +46,7 @@ def delete_test_queue_at_the_end() -> Iterator[None]:
     with celery_app.connection_for_write() as broker:
         try:
             broker.default_channel.queue_delete(settings.MEMORY_QUEUE)
-        except Exception:  # already gone
+        except Exception:  # noqa: S110 - already gone
             pass
 
 

@@ -5,6 +5,7 @@ from conversations.api import views
 app_name = "api"
 
 urlpatterns = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path("conversations/", views.ConversationListView.as_view(), name="conversation-list"),
     path("conversations/<str:conversation_id>/", views.ConversationDetailView.as_view(), name="conversation-detail"),
     path("conversations/<str:conversation_id>/memory/", views.MemoryView.as_view(), name="conversation-memory"),

@@ -197,6 +197,27 @@ class MessageDetailView(TenantAPIView):
         return Response(message | {"conversation_id": conversation_id})
 
 
+class ApiRootView(APIView):
+    """What the API offers, for a person exploring it; every other endpoint needs an API key."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request) -> Response:
+        base = request.build_absolute_uri("/api/")
+        return Response(
+            {
+                "version": "v1",
+                "auth": "Authorization: Api-Key <key>",
+                "conversations": f"{base}v1/conversations/",
+                "status": f"{base}v1/status/",
+                "docs": f"{base}docs/",
+                "schema": f"{base}schema/",
+            }
+        )
+
+
 class StatusView(TenantAPIView):
     @extend_schema(responses=dict)
     def get(self, request: Request) -> Response:

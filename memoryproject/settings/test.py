@@ -3,9 +3,9 @@
 Redis uses its own database number so a test run never touches another user's keys.
 """
 
-from .base import *  # noqa: F403
 from kombu import Exchange, Queue
 
+from .base import *  # noqa: F403
 from .base import cache_settings, database_settings, env
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="test-only-secret-key-not-for-production")

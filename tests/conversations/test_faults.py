@@ -118,7 +118,8 @@ def test_seqs_keep_increasing_across_a_redis_restart_and_match_the_database(api,
     seqs = [append(api, "restart", f"before {n}").json()["messages"][0]["seq"] for n in range(3)]
     private_redis.restart_empty()
     seqs += [append(api, "restart", f"after {n}").json()["messages"][0]["seq"] for n in range(3)]
-    assert seqs == sorted(seqs) and len(set(seqs)) == 6
+    assert seqs == sorted(seqs)
+    assert len(set(seqs)) == 6
     worker = CeleryWorker(env={**worker_env, "REDIS_URL": private_redis.url}, name="private-redis")
     worker.start()
     try:
