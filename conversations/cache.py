@@ -95,6 +95,18 @@ _SEQ_OF = """
 local function seq_of(s) return tonumber(string.match(s, '^{"seq":(%d+)')) end
 """
 
+# Versions never repeat, even after Redis lost the state hash (restart, erase): a bump takes
+# max(version + 1, Redis time in microseconds), so a rebuild that snapshotted before the loss can
+# never match a later version.
+_BUMP = """
+local function bump(state)
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local version = tonumber(redis.call('HGET', state, 'version') or '0')
+  redis.call('HSET', state, 'version', string.format('%d', math.max(version + 1, now)))
+end
+"""
+
 # Take the append lock (unless no token is given) and hand out `count` seqs. A seq is a hybrid
 # clock: max(last seq + 1, Redis time in microseconds), so it keeps increasing after Redis loses
 # its state, and is identical wherever the message is stored.
@@ -122,6 +134,7 @@ return {string.format('%d', first), cached}
 # then id, json pairs.
 MERGE = (
     _SEQ_OF
+    + _BUMP
     + """
 local state, list, pending, lock = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local ttl, cap, pending_ttl, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
@@ -177,7 +190,7 @@ if cached then
   end
   redis.call('EXPIRE', list, ttl)
 end
-if changed then redis.call('HINCRBY', state, 'version', 1) end
+if changed then bump(state) end
 redis.call('EXPIRE', state, pending_ttl)
 if redis.call('EXISTS', pending) == 1 then redis.call('EXPIRE', pending, pending_ttl) end
 if ARGV[1] ~= '' and redis.call('GET', lock) == ARGV[1] then redis.call('DEL', lock) end
@@ -199,7 +212,9 @@ return {redis.call('HGET', KEYS[1], 'version') or '0', redis.call('HVALS', KEYS[
 
 # Install a rebuilt list, only if nothing changed since its snapshot (the version guard).
 # KEYS: state, messages   ARGV: expected version, ttl, pending_ttl, header, last seq, jsons...
-INSTALL = """
+INSTALL = (
+    _BUMP
+    + """
 local version = redis.call('HGET', KEYS[1], 'version') or '0'
 if version ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[2])
@@ -208,12 +223,13 @@ for i = 6, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 redis.call('EXPIRE', KEYS[2], ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+bump(KEYS[1])
 local last = tonumber(redis.call('HGET', KEYS[1], 'last_seq') or '0')
 if tonumber(ARGV[5]) > last then redis.call('HSET', KEYS[1], 'last_seq', ARGV[5]) end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 """
+)
 
 # The window: header (nil on a miss), list length, newest `n` elements.
 WINDOW = """
@@ -223,20 +239,26 @@ return {header, redis.call('LLEN', KEYS[1]), redis.call('LRANGE', KEYS[1], -tonu
 """
 
 # Drop the cached list (next read rebuilds it) without forgetting version, seqs or pending writes.
-INVALIDATE = """
+INVALIDATE = (
+    _BUMP
+    + """
 redis.call('DEL', KEYS[2])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+bump(KEYS[1])
 return 1
 """
+)
 
 # Remove one message everywhere in the cache (the losing copy of a duplicate id).
-REMOVE = """
+REMOVE = (
+    _BUMP
+    + """
 redis.call('LREM', KEYS[2], 0, ARGV[2])
 if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[3], ARGV[1]) end
 if redis.call('GET', KEYS[4]) == ARGV[2] then redis.call('DEL', KEYS[4]) end
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+bump(KEYS[1])
 return 1
 """
+)
 
 # Set the memory document only if its revision is not older than the cached one.
 SET_MEMORY = """
