@@ -256,6 +256,7 @@ redis.call('LREM', KEYS[2], 0, ARGV[2])
 if redis.call('HGET', KEYS[3], ARGV[1]) == ARGV[2] then redis.call('HDEL', KEYS[3], ARGV[1]) end
 if redis.call('GET', KEYS[4]) == ARGV[2] then redis.call('DEL', KEYS[4]) end
 bump(KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 """
 )
@@ -440,7 +441,7 @@ def remove(*, tenant_slug: str, conversation_id: str, message: dict[str, Any]) -
         tenant_slug,
         _scripts().remove,
         keys=[keys.state, keys.messages, keys.pending, message_key(tenant_slug, conversation_id, message["id"])],
-        args=[message["id"], message_json(message)],
+        args=[message["id"], message_json(message), settings.MEMORY_PENDING_TTL],
     )
 
 

@@ -151,8 +151,12 @@ def _existing_messages(*, tenant: Tenant, conversation_id: str, message_ids: lis
     missing = [message_id for message_id in message_ids if message_id not in found]
     if missing:
         try:
-            rows = Message.objects.for_tenant(tenant).filter(id__in=missing).select_related("conversation")
+            # Message ids are global primary keys: an id taken by another tenant conflicts too, and is
+            # answered without revealing anything of the other message.
+            rows = Message.unscoped.filter(id__in=missing).select_related("conversation")
             for row in rows:
+                if row.tenant_id != tenant.pk:
+                    raise Conflict(f"Message id {row.id} is already used; send a new id.", details={"id": str(row.id)})
                 found[str(row.id)] = message_to_dict(row) | {"conversation_id": row.conversation.conversation_id}
         except DatabaseError:
             database_reached = False
@@ -624,6 +628,8 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
 def memory_document(*, tenant: Tenant, conversation: Conversation) -> dict[str, Any]:
     """The memory document with seed 002's standardised metadata."""
     memory = conversation.memory or {}
+    if memory.get("metadata"):
+        return {"messages": memory.get("messages", []), "metadata": memory["metadata"]}  # as saved, as cached
     return {
         "messages": memory.get("messages", []),
         "metadata": {

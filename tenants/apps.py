@@ -2,5 +2,8 @@ from django.apps import AppConfig
 
 
 class TenantsConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'tenants'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "tenants"
+
+    def ready(self) -> None:
+        from tenants import schema  # noqa: F401 - registers the OpenAPI security scheme

@@ -48,6 +48,9 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         record = self._record(prefix)
         if record is None or not TenantApiKey.objects.key_generator.verify(key, record["hashed_key"]):
             raise exceptions.AuthenticationFailed("The API key is not valid.")
+        now = timezone.now()
+        if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
+            self._touch(prefix, record, now)
         if record["revoked"] or not record["tenant_active"]:
             raise exceptions.AuthenticationFailed("The API key has been revoked.")
         if record["expiry_date"] and datetime.fromisoformat(record["expiry_date"]) < timezone.now():
@@ -65,11 +68,8 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
             record = cache.get(cache_key)
         except Exception as error:  # Redis down: authenticate from PostgreSQL alone
             logger.warning("auth_cache_unavailable", error=str(error))
-            record, cache_key = None, None
-        now = timezone.now()
+            record = None
         if record is not None:
-            if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
-                self._touch(prefix, record, cache_key, now)
             return record
         try:
             api_key = TenantApiKey.objects.select_related("tenant").filter(prefix=prefix).first()
@@ -87,20 +87,20 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
             "tenant_settings": api_key.tenant.settings,
             "last_used": 0,
         }
-        self._touch(prefix, record, cache_key, now)
         return record
 
-    def _touch(self, prefix: str, record: dict[str, Any], cache_key: str | None, now: datetime) -> None:
+    def _touch(self, prefix: str, record: dict[str, Any], now: datetime) -> None:
+        """Record the key's last use (at most once a minute) and cache the verified record."""
+        cache_key = auth_cache_key(prefix)
         record["last_used"] = now.timestamp()
         try:
             TenantApiKey.objects.filter(prefix=prefix).update(last_used_at=now)
         except DatabaseError:
             pass  # last use is informative; PostgreSQL being down must not refuse the request
-        if cache_key is not None:
-            try:
-                cache.set(cache_key, record, timeout=settings.MEMORY_AUTH_CACHE_TTL)
-            except Exception as error:
-                logger.warning("auth_cache_unavailable", error=str(error))
+        try:
+            cache.set(cache_key, record, timeout=settings.MEMORY_AUTH_CACHE_TTL)
+        except Exception as error:  # Redis down: the next request reads PostgreSQL again
+            logger.warning("auth_cache_unavailable", error=str(error))
 
 
 class ServiceUnavailableAuth(exceptions.APIException):

@@ -64,6 +64,25 @@ class TenantQuerySet(models.QuerySet):
         self._require_scope()
         return super().iterator(chunk_size=chunk_size)
 
+    def aiterator(self, chunk_size: int = 2000):  # noqa: ANN201
+        self._require_scope()
+        return super().aiterator(chunk_size=chunk_size)
+
+    def _merge_sanity_check(self, other: models.QuerySet) -> None:
+        super()._merge_sanity_check(other)
+        self._require_same_scope(other)
+
+    def _combinator_query(self, combinator: str, *other_qs: models.QuerySet, all: bool = False) -> "TenantQuerySet":  # noqa: A002
+        for other in other_qs:
+            self._require_same_scope(other)
+        return super()._combinator_query(combinator, *other_qs, all=all)
+
+    def _require_same_scope(self, other: models.QuerySet) -> None:
+        """``scoped | unscoped`` would drop the tenant filter: both sides must be scoped."""
+        self._require_scope()
+        if not getattr(other, "_tenant_scoped", False):
+            raise TenantScopeError(f"{self.model.__name__}: a scoped queryset can only be combined with another scoped one.")
+
     def get(self, *args: Any, **kwargs: Any) -> Any:
         self._require_scope()
         return super().get(*args, **kwargs)

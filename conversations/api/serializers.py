@@ -10,15 +10,20 @@ from rest_framework import serializers
 from conversations.exceptions import LimitExceeded
 from conversations.models import Conversation, Role
 
-CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]{0,199}"
+CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]*"
 CONVERSATION_ID = re.compile(rf"^{CONVERSATION_ID_PATTERN}$")
 OWNER_ID_MAX = 200
 
 
 def validate_conversation_id(value: str) -> str:
+    if len(value) > settings.MEMORY_MAX_ID_LENGTH:
+        raise LimitExceeded(
+            f"The conversation id is {len(value)} characters; the limit is MEMORY_MAX_ID_LENGTH={settings.MEMORY_MAX_ID_LENGTH}.",
+            details={"field": "conversation_id", "size": len(value), "limit": settings.MEMORY_MAX_ID_LENGTH},
+        )
     if not CONVERSATION_ID.match(value):
         raise serializers.ValidationError(
-            "A conversation id is 1 to 200 characters: letters, digits and . _ @ = + - (not starting with a symbol)."
+            "A conversation id is made of letters, digits and . _ @ = + - (not starting with a symbol)."
         )
     return value
 
@@ -128,8 +133,13 @@ class WindowQuerySerializer(serializers.Serializer):
         return check_page_size(value, field="limit")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("skip", 0) + attrs.get("limit", 0) > settings.MEMORY_MAX_PAGE_SIZE * 100:
-            raise LimitExceeded(f"skip is too deep; the limit is {settings.MEMORY_MAX_PAGE_SIZE * 100} messages back.")
+        depth = attrs.get("skip", 0) + attrs.get("limit", 0)
+        bound = settings.MEMORY_MAX_PAGE_SIZE * 100
+        if depth > bound:
+            raise LimitExceeded(
+                f"skip + limit is {depth}; the limit is 100 x MEMORY_MAX_PAGE_SIZE={bound} messages back.",
+                details={"field": "skip", "size": depth, "limit": bound},
+            )
         if attrs.get("start_date") and attrs.get("end_date") and attrs["start_date"] > attrs["end_date"]:
             raise serializers.ValidationError("start_date is after end_date.")
         return attrs

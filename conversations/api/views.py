@@ -46,7 +46,7 @@ class TenantAPIView(APIView):
 
 
 def _conversation_id(value: str) -> str:
-    if not serializers.CONVERSATION_ID.match(value):
+    if len(value) > settings.MEMORY_MAX_ID_LENGTH or not serializers.CONVERSATION_ID.match(value):
         raise NotFound(f"Conversation {value} does not exist.")
     return value
 
@@ -135,7 +135,11 @@ class MemoryView(TenantAPIView):
 
 
 class MessageListView(TenantAPIView):
-    @extend_schema(parameters=[serializers.WindowQuerySerializer], responses=serializers.WindowOutSerializer)
+    @extend_schema(
+        operation_id="conversations_messages_window",
+        parameters=[serializers.WindowQuerySerializer],
+        responses=serializers.WindowOutSerializer,
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         query = serializers.WindowQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
