@@ -95,7 +95,7 @@ def database_settings(url: str) -> dict:
 
 def cache_settings(url: str) -> dict:
     """The django-redis cache. The conversation layer uses its raw client with exact keys and Lua;
-    Django's own cache API (sessions, throttles) uses JSON, never pickle."""
+    Django's own cache API (sessions, throttles) serialises to JSON only."""
     return {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
