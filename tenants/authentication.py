@@ -48,13 +48,13 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         record = self._record(prefix)
         if record is None or not TenantApiKey.objects.key_generator.verify(key, record["hashed_key"]):
             raise exceptions.AuthenticationFailed("The API key is not valid.")
-        now = timezone.now()
-        if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
-            self._touch(prefix, record, now)
         if record["revoked"] or not record["tenant_active"]:
             raise exceptions.AuthenticationFailed("The API key has been revoked.")
         if record["expiry_date"] and datetime.fromisoformat(record["expiry_date"]) < timezone.now():
             raise exceptions.AuthenticationFailed("The API key has expired; create a new one.")
+        now = timezone.now()
+        if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
+            self._touch(prefix, record, now)
         tenant = Tenant(
             id=record["tenant_id"], slug=record["tenant_slug"], name=record["tenant_slug"], active=True, settings=record["tenant_settings"]
         )

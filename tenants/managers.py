@@ -19,13 +19,15 @@ class TenantQuerySet(models.QuerySet):
         if tenant is None:
             raise TenantScopeError(f"{self.model.__name__} queried with tenant=None.")
         clone = self._chain()
-        clone._tenant_scoped = True
         tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+        clone._tenant_scoped = True
+        clone._tenant_id = tenant_id
         return clone.filter(tenant_id=tenant_id)
 
     def _chain(self) -> "TenantQuerySet":
         clone = super()._chain()
         clone._tenant_scoped = getattr(self, "_tenant_scoped", False)
+        clone._tenant_id = getattr(self, "_tenant_id", None)
         return clone
 
     def _fetch_all(self) -> None:
@@ -80,8 +82,8 @@ class TenantQuerySet(models.QuerySet):
     def _require_same_scope(self, other: models.QuerySet) -> None:
         """``scoped | unscoped`` would drop the tenant filter: both sides must be scoped."""
         self._require_scope()
-        if not getattr(other, "_tenant_scoped", False):
-            raise TenantScopeError(f"{self.model.__name__}: a scoped queryset can only be combined with another scoped one.")
+        if not getattr(other, "_tenant_scoped", False) or getattr(other, "_tenant_id", None) != getattr(self, "_tenant_id", None):
+            raise TenantScopeError(f"{self.model.__name__}: a scoped queryset can only be combined with one scoped to the same tenant.")
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
         self._require_scope()

@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -184,11 +185,9 @@ class MessageListView(TenantAPIView):
 
     @staticmethod
     def _valid_id(conversation_id: str) -> str:
-        from rest_framework.exceptions import ValidationError
-
         try:
             return serializers.validate_conversation_id(conversation_id)
-        except Exception as error:
+        except ValidationError as error:
             raise ValidationError({"conversation_id": error.detail}) from error
 
 

@@ -128,9 +128,7 @@ def test_creating_a_conversation_that_exists_answers_409_and_keeps_the_first(api
     assert Conversation.objects.for_tenant(tenant).get(conversation_id="c1").user_id == "first"
 
 
-@pytest.mark.parametrize(
-    "conversation_id", ["has space", "semi;colon", "slash/inside", "-starts-with-a-symbol", "ünïcode"]
-)
+@pytest.mark.parametrize("conversation_id", ["has space", "semi;colon", "slash/inside", "-starts-with-a-symbol", "ünïcode"])
 def test_an_invalid_conversation_id_is_refused_with_the_allowed_characters_named(api, tenant, conversation_id):
     answer = api.post(CONVERSATIONS, {"conversation_id": conversation_id}, format="json")
 

@@ -212,3 +212,20 @@ def test_a_skip_too_deep_is_refused_naming_the_setting(api, tenant):
     answer = api.get(MESSAGES, {"skip": 500, "limit": 5})
 
     assert_refused_naming(answer, "MEMORY_MAX_PAGE_SIZE")
+
+
+def test_a_conversation_id_of_200_characters_is_accepted_and_201_is_refused_naming_the_setting(api, tenant):
+    accepted = api.post(CONVERSATIONS, {"conversation_id": "c" * 200}, format="json")
+    refused = api.post(CONVERSATIONS, {"conversation_id": "d" * 201}, format="json")
+
+    assert accepted.status_code == 201, accepted.content
+    assert_refused_naming(refused, "MEMORY_MAX_ID_LENGTH")
+    assert not Conversation.objects.for_tenant(tenant).filter(conversation_id="d" * 201).exists()
+
+
+@override_settings(MEMORY_MAX_ID_LENGTH=10)
+def test_appending_to_a_conversation_id_over_the_limit_is_refused_naming_the_setting(api, tenant):
+    answer = api.post(f"{CONVERSATIONS}{'c' * 11}/messages/", message_payload(), format="json")
+
+    assert_refused_naming(answer, "MEMORY_MAX_ID_LENGTH")
+    assert_nothing_written(tenant)

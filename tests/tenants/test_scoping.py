@@ -154,9 +154,27 @@ def test_an_async_iteration_without_a_tenant_raises(two_tenants_rows):
         async_to_sync(read_all)()
 
 
-def test_combining_a_scoped_query_with_an_unscoped_one_raises(two_tenants_rows, tenant):
+@pytest.mark.parametrize(
+    "combine",
+    [lambda scoped, other: scoped | other, lambda scoped, other: scoped.union(other), lambda scoped, other: other | scoped],
+    ids=["or", "union", "unscoped first"],
+)
+def test_combining_a_scoped_query_with_an_unscoped_one_raises(two_tenants_rows, tenant, combine):
     with pytest.raises(TenantScopeError):
-        list(Conversation.objects.for_tenant(tenant) | Conversation.objects.filter(conversation_id="c-globex"))
+        list(combine(Conversation.objects.for_tenant(tenant), Conversation.objects.filter(conversation_id="c-globex")))
+
+
+def test_combining_two_queries_of_the_same_tenant_works(two_tenants_rows, tenant):
+    scoped = Conversation.objects.for_tenant(tenant)
+
+    combined = scoped.filter(conversation_id="c1") | scoped.filter(conversation_id="c-globex")
+
+    assert list(combined.values_list("conversation_id", flat=True)) == ["c1"]
+
+
+def test_combining_queries_scoped_to_two_tenants_raises(two_tenants_rows, tenant, other_tenant):
+    with pytest.raises(TenantScopeError):
+        list(Conversation.objects.for_tenant(tenant) | Conversation.objects.for_tenant(other_tenant))
 
 
 # --- The base view seals the tenant ---------------------------------------------------------------
@@ -254,18 +272,35 @@ def test_a_tenant_named_in_the_body_is_ignored(api, tenant, other_tenant):
     assert not Conversation.objects.for_tenant(other_tenant).exists()
 
 
-def test_a_message_id_used_by_another_tenant_is_not_acknowledged_and_then_lost(api, other_api, tenant, globex):
+def test_a_message_id_another_tenant_already_stored_is_a_409_that_reveals_nothing(api, tenant, globex):
     answer = api.post(f"{CONVERSATIONS}mine/messages/", message_payload(id=globex["persisted_id"]), format="json")
-    for name, payload in take_queued_tasks():
-        if payload["tenant_id"] == tenant.pk:
-            try:
-                TASK_SERVICES[name](payload=payload)
-            except services.PersistConflict:
-                pass  # what the worker would dead-letter
+
+    assert answer.status_code == 409, answer.content
+    assert answer.json()["error"]["code"] == "conflict"
+    assert b"globex" not in answer.content
+    assert [task for task in take_queued_tasks() if task[1]["tenant_id"] == tenant.pk] == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Message.id is a global primary key chosen by the client, but services._existing_messages sees another "
+    "tenant's id only once that message is persisted: while it is pending, a second tenant sending the same id gets "
+    "201 too, and whichever persist task runs second raises PersistConflict (an acknowledged write never persisted; "
+    "here globex's, lost because of acme's request).",
+)
+def test_a_message_id_still_pending_for_another_tenant_never_makes_an_acknowledged_write_lost(api, tenant, other_tenant, globex):
+    answer = api.post(f"{CONVERSATIONS}mine/messages/", message_payload(id=globex["pending_id"]), format="json")
+    queued = take_queued_tasks()
+    lost = []
+    for name, payload in sorted(queued, key=lambda task: task[1]["tenant_id"] != tenant.pk):  # acme's task first
+        try:
+            TASK_SERVICES[name](payload=payload)
+        except services.PersistConflict:
+            lost.append(payload["tenant_slug"])  # what the worker would dead-letter
 
     assert answer.status_code in (201, 409)
-    if answer.status_code == 201:
-        assert Message.objects.for_tenant(tenant).filter(conversation__conversation_id="mine").exists()
+    assert lost == []
+    assert Message.objects.for_tenant(other_tenant).filter(id=globex["pending_id"]).exists()
 
 
 # --- Every selector: another tenant's ids raise NotFound or return nothing ------------------------
