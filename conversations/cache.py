@@ -490,7 +490,6 @@ def erase(*, tenant_slug: str, conversation_id: str) -> int:
     """Delete every key of a conversation (SCAN over its prefix; ids never hold glob characters)."""
     connection = client()
     pattern = key(tenant_slug, conversation_id, "*")
-    deleted = 0
 
     def scan_and_delete() -> int:
         count = 0
@@ -504,8 +503,7 @@ def erase(*, tenant_slug: str, conversation_id: str) -> int:
             count += connection.unlink(*batch)
         return count
 
-    deleted = _call("erase", tenant_slug, scan_and_delete)
-    return deleted
+    return _call("erase", tenant_slug, scan_and_delete)
 
 
 def ping() -> float:

@@ -5,6 +5,7 @@ The tests use the machine's PostgreSQL (a test database), Redis (database 9, flu
 test) and RabbitMQ (the queue ``memory-test``, purged before each test and deleted at the end).
 """
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -122,6 +123,31 @@ def no_worker(transactional_db: Any) -> None:
     worker = _workers.get("main")
     if worker is not None:
         worker.stop()
+
+
+TASK_SERVICES = {
+    "conversations.tasks.messages_persist": "messages_persist",
+    "conversations.tasks.memory_persist": "memory_persist",
+}
+
+
+def take_queued_tasks() -> list[tuple[str, dict[str, Any]]]:
+    """Take every task waiting in the test queue: (task name, payload)."""
+    tasks = []
+    with celery_app.connection_for_write() as broker:
+        channel = broker.default_channel
+        while (message := channel.basic_get(settings.MEMORY_QUEUE, no_ack=True)) is not None:
+            args, _kwargs, _embed = json.loads(message.body)
+            tasks.append((message.headers["task"], args[0]))
+    return tasks
+
+
+def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
+    """Do what the worker does with each task (the service it wraps), in this order."""
+    from conversations import services
+
+    for name, payload in tasks:
+        getattr(services, TASK_SERVICES[name])(payload=payload)
 
 
 def wait_for_rows(model: Any, tenant: Any, count: int, timeout: float = 30, **filters: Any) -> None:

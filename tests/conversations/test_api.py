@@ -20,7 +20,7 @@ from django_redis import get_redis_connection
 from conversations import cache, services
 from conversations.models import Conversation, DeadLetter, Message
 from memoryproject.celery import app as celery_app
-from tests.conftest import wait_for_rows
+from tests.conftest import run_tasks, take_queued_tasks, wait_for_rows
 from tests.factories import message_payload
 from tests.faults import wait_until
 
@@ -45,10 +45,6 @@ def memory_url(conversation_id: str) -> str:
 
 # --- Helpers: the broker queue, the worker's part, Redis ------------------------------------------
 
-TASK_SERVICES = {
-    "conversations.tasks.messages_persist": services.messages_persist,
-    "conversations.tasks.memory_persist": services.memory_persist,
-}
 
 
 def queue_depth() -> int:
@@ -57,21 +53,8 @@ def queue_depth() -> int:
     return depth
 
 
-def take_queued_tasks() -> list[tuple[str, dict[str, Any]]]:
-    """Take every task waiting in the test queue: (task name, payload)."""
-    tasks = []
-    with celery_app.connection_for_write() as broker:
-        channel = broker.default_channel
-        while (message := channel.basic_get(settings.MEMORY_QUEUE, no_ack=True)) is not None:
-            args, _kwargs, _embed = json.loads(message.body)
-            tasks.append((message.headers["task"], args[0]))
-    return tasks
 
 
-def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
-    """Do what the worker does with each task (the service it wraps), in this order."""
-    for name, payload in tasks:
-        TASK_SERVICES[name](payload=payload)
 
 
 def run_queued_tasks() -> int:
@@ -469,7 +452,7 @@ def test_an_id_still_pending_in_another_conversation_is_never_acknowledged_and_t
     second = api.post(messages_url("c2"), body, format="json")
     for name, payload in take_queued_tasks():
         try:
-            TASK_SERVICES[name](payload=payload)
+            run_tasks([(name, payload)])
         except services.PersistConflict:
             pass  # what the worker would dead-letter
 

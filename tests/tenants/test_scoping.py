@@ -5,13 +5,11 @@ on every endpoint and in every selector, and the tenant comes from the API key o
 ``shared``, whose id acme also uses for its own conversation in some tests.
 """
 
-import json
 import uuid
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.conf import settings
 from django.db.models import Count
 from django_redis import get_redis_connection
 
@@ -19,32 +17,16 @@ from conversations import selectors, services
 from conversations.api.views import TenantAPIView
 from conversations.exceptions import NotFound
 from conversations.models import Conversation, Message
-from memoryproject.celery import app as celery_app
 from tenants.managers import TenantScopeError
+from tests.conftest import run_tasks, take_queued_tasks
 from tests.factories import message_payload
 
 CONVERSATIONS = "/api/v1/conversations/"
 
-TASK_SERVICES = {
-    "conversations.tasks.messages_persist": services.messages_persist,
-    "conversations.tasks.memory_persist": services.memory_persist,
-}
 
 
-def take_queued_tasks() -> list[tuple[str, dict[str, Any]]]:
-    tasks = []
-    with celery_app.connection_for_write() as broker:
-        channel = broker.default_channel
-        while (message := channel.basic_get(settings.MEMORY_QUEUE, no_ack=True)) is not None:
-            args, _kwargs, _embed = json.loads(message.body)
-            tasks.append((message.headers["task"], args[0]))
-    return tasks
 
 
-def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
-    """Do what the worker does with each task."""
-    for name, payload in tasks:
-        TASK_SERVICES[name](payload=payload)
 
 
 def redis_state(tenant_slug: str) -> dict[str, Any]:
@@ -294,7 +276,7 @@ def test_a_message_id_still_pending_for_another_tenant_never_makes_an_acknowledg
     lost = []
     for name, payload in sorted(queued, key=lambda task: task[1]["tenant_id"] != tenant.pk):  # acme's task first
         try:
-            TASK_SERVICES[name](payload=payload)
+            run_tasks([(name, payload)])
         except services.PersistConflict:
             lost.append(payload["tenant_slug"])  # what the worker would dead-letter
 
