@@ -33,9 +33,9 @@ class ConversationAdmin(UnscopedAdmin):
 
 @admin.register(Message)
 class MessageAdmin(UnscopedAdmin):
-    list_display = ("id", "conversation", "seq", "role", "created_at", "persisted_at")
+    list_display = ("message_id", "conversation", "seq", "role", "created_at", "persisted_at")
     list_filter = ("role",)
-    search_fields = ("id", "conversation__conversation_id")
+    search_fields = ("message_id", "conversation__conversation_id")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

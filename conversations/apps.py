@@ -2,5 +2,5 @@ from django.apps import AppConfig
 
 
 class ConversationsConfig(AppConfig):
-    default_auto_field = 'django.db.models.BigAutoField'
-    name = 'conversations'
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "conversations"

@@ -63,7 +63,10 @@ class ConversationKeys:
     @classmethod
     def of(cls, tenant_slug: str, conversation_id: str) -> "ConversationKeys":
         return cls(
-            **{name: key(tenant_slug, conversation_id, name) for name in ("state", "messages", "pending", "lock", "rebuild", "memory")}
+            **{
+                name: key(tenant_slug, conversation_id, name)
+                for name in ("state", "messages", "pending", "lock", "rebuild", "memory")
+            }
         )
 
 
@@ -108,15 +111,17 @@ end
 """
 
 # Take the append lock (unless no token is given) and hand out `count` seqs. A seq is a hybrid
-# clock: max(last seq + 1, Redis time in microseconds), so it keeps increasing after Redis loses
-# its state, and is identical wherever the message is stored.
+# clock: max(last seq + 1, floor + 1, Redis time in microseconds), so it keeps increasing after Redis
+# loses its state, and is identical wherever the message is stored. `known` says whether the last
+# seq was in Redis; when it was not, the caller checks the database's and reserves again above it.
 RESERVE = """
 if ARGV[1] ~= '' then
-  if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then return {'-1', '0'} end
+  if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then return {'-1', '0', '0'} end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(redis.call('HGET', KEYS[1], 'last_seq') or '0')
+local stored = redis.call('HGET', KEYS[1], 'last_seq')
+local last = tonumber(stored or '0')
 local floor = tonumber(ARGV[5])
 if floor > last then last = floor end
 local first = math.max(last + 1, now)
@@ -124,7 +129,9 @@ redis.call('HSET', KEYS[1], 'last_seq', string.format('%d', first + tonumber(ARG
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 local cached = '0'
 if redis.call('EXISTS', KEYS[3]) == 1 then cached = '1' end
-return {string.format('%d', first), cached}
+local known = '0'
+if stored then known = '1' end
+return {string.format('%d', first), cached, known}
 """
 
 # Merge messages into the cached list in seq order (normally an RPUSH), record them as pending
@@ -313,7 +320,8 @@ def _call(operation: str, tenant_slug: str, function: Any, *args: Any, **kwargs:
 @dataclass(frozen=True)
 class Reservation:
     first_seq: int
-    cached: bool
+    cached: bool  # the conversation's list is in Redis
+    known: bool = True  # Redis held the conversation's last seq (False after expiry or a restart)
 
 
 def reserve(
@@ -321,7 +329,7 @@ def reserve(
 ) -> Reservation | None:
     """Take the append lock and hand out ``count`` seqs; None when another appender holds the lock."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    first, cached = _call(
+    first, cached, known = _call(
         "reserve",
         tenant_slug,
         _scripts().reserve,
@@ -330,7 +338,7 @@ def reserve(
     )
     if int(first) < 0:
         return None
-    return Reservation(first_seq=int(first), cached=cached in (b"1", "1"))
+    return Reservation(first_seq=int(first), cached=cached in (b"1", "1"), known=known in (b"1", "1"))
 
 
 def release(*, tenant_slug: str, conversation_id: str, token: str) -> None:
@@ -373,9 +381,7 @@ class Snapshot:
 
 def snapshot(*, tenant_slug: str, conversation_id: str) -> Snapshot:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    version, pending, last_seq = _call(
-        "snapshot", tenant_slug, _scripts().snapshot, keys=[keys.state, keys.pending], args=[]
-    )
+    version, pending, last_seq = _call("snapshot", tenant_slug, _scripts().snapshot, keys=[keys.state, keys.pending], args=[])
     return Snapshot(
         version=version.decode() if isinstance(version, bytes) else str(version),
         pending=[json.loads(item) for item in pending],
@@ -449,9 +455,7 @@ def get_messages_by_id(*, tenant_slug: str, conversation_id: str, message_ids: I
     ids = list(message_ids)
     if not ids:
         return {}
-    values = _call(
-        "message_get", tenant_slug, client().mget, [message_key(tenant_slug, conversation_id, i) for i in ids]
-    )
+    values = _call("message_get", tenant_slug, client().mget, [message_key(tenant_slug, conversation_id, i) for i in ids])
     return {message_id: json.loads(value) for message_id, value in zip(ids, values, strict=True) if value is not None}
 
 

@@ -60,7 +60,11 @@ class Conversation(models.Model):
 
 
 class Message(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The id the API shows is ``message_id``: chosen by the client (or generated), unique within its
+    # conversation like the cache key ``<tenant>:<conv>:message:<id>`` it names. The same id in two
+    # conversations names two messages, so one conversation's writes can never collide with another's.
+    id = models.BigAutoField(primary_key=True)
+    message_id = models.UUIDField(default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     seq = models.BigIntegerField()
@@ -79,6 +83,7 @@ class Message(models.Model):
         db_table = "conversation_messages"
         constraints = [
             models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique_per_conversation"),
+            models.UniqueConstraint(fields=["conversation", "message_id"], name="message_id_unique_per_conversation"),
         ]
         indexes = [
             # The window: newest first within one conversation (DESIGN.md section 3).

@@ -158,7 +158,7 @@ def message_get(*, tenant: Tenant, conversation_id: str, message_id: str) -> dic
     try:
         row = (
             Message.objects.for_tenant(tenant)
-            .filter(id=message_id, conversation__conversation_id=conversation_id)
+            .filter(message_id=message_id, conversation__conversation_id=conversation_id)
             .first()
         )
     except DatabaseError as error:

@@ -42,7 +42,7 @@ logger = structlog.get_logger(__name__)
 def message_to_dict(message: Message) -> dict[str, Any]:
     """The one JSON shape of a message, in the cache, the task payload and the API."""
     return {
-        "id": str(message.id),
+        "id": str(message.message_id),
         "seq": message.seq,
         "role": message.role,
         "content": message.content,
@@ -105,13 +105,13 @@ def message_append(
         stored = existing.get(message["id"])
         if stored is None:
             continue
-        if stored.get("conversation_id", conversation_id) != conversation_id or not _same_message(stored, message):
+        if not _same_message(stored, message):
             raise Conflict(
                 f"Message id {message['id']} is already used by another message; send a new id, or the "
                 "same role, content and metadata to get the stored message back.",
                 details={"id": message["id"]},
             )
-        replayed[message["id"]] = {name: value for name, value in stored.items() if name != "conversation_id"}
+        replayed[message["id"]] = stored
     new = [message for message in prepared if message["id"] not in replayed]
     if not new:
         return AppendResult(messages=[replayed[message["id"]] for message in prepared], created=False)
@@ -139,7 +139,10 @@ def message_append(
 
 
 def _existing_messages(*, tenant: Tenant, conversation_id: str, message_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Stored messages with these client-chosen ids: in the cache first, then in the database."""
+    """This conversation's stored messages with these client-chosen ids: cache first, then database.
+
+    A pending message is in the cache only; one the cache no longer holds is in the database.
+    """
     if not message_ids:
         return {}
     found: dict[str, dict[str, Any]] = {}
@@ -151,13 +154,10 @@ def _existing_messages(*, tenant: Tenant, conversation_id: str, message_ids: lis
     missing = [message_id for message_id in message_ids if message_id not in found]
     if missing:
         try:
-            # Message ids are global primary keys: an id taken by another tenant conflicts too, and is
-            # answered without revealing anything of the other message.
-            rows = Message.unscoped.filter(id__in=missing).select_related("conversation")
-            for row in rows:
-                if row.tenant_id != tenant.pk:
-                    raise Conflict(f"Message id {row.id} is already used; send a new id.", details={"id": str(row.id)})
-                found[str(row.id)] = message_to_dict(row) | {"conversation_id": row.conversation.conversation_id}
+            rows = Message.objects.for_tenant(tenant).filter(
+                conversation__conversation_id=conversation_id, message_id__in=missing
+            )
+            found.update({str(row.message_id): message_to_dict(row) for row in rows})
         except DatabaseError:
             database_reached = False
     if not cache_reached and not database_reached:
@@ -175,13 +175,56 @@ def _reserve_locked(*, tenant: Tenant, conversation_id: str, count: int, token: 
             tenant_slug=tenant.slug, conversation_id=conversation_id, count=count, token=token, lock_ms=lock_ms
         )
         if reservation is not None:
-            return reservation
+            return _above_database_floor(tenant=tenant, conversation_id=conversation_id, count=count, reservation=reservation)
         if time.monotonic() > deadline:
             raise ServiceUnavailable(
-                f"Conversation {conversation_id} is busy with other writes; retry shortly.", retry_after=1, code="conversation_busy"
+                f"Conversation {conversation_id} is busy with other writes; retry shortly.",
+                retry_after=1,
+                code="conversation_busy",
             )
         time.sleep(pause)
         pause = min(pause * 2, 0.02)
+
+
+def _above_database_floor(
+    *, tenant: Tenant, conversation_id: str, count: int, reservation: cache.Reservation
+) -> cache.Reservation:
+    """Reserve again above the database's highest seq when Redis had forgotten the last one.
+
+    Redis keeps the last seq for a while after the last write; once it expires or Redis restarts,
+    the clock alone could fall below a seq the database holds (handed out while Redis was down, by
+    a host whose clock runs ahead) or below an erased conversation's tombstone.
+    """
+    if reservation.known:
+        return reservation
+    try:
+        floor = _database_seq_floor(tenant=tenant, conversation_id=conversation_id)
+    except DatabaseError:
+        return reservation  # nothing to compare with; the clock is the best we have
+    if floor < reservation.first_seq:
+        return reservation
+    # We hold the lock (or need none): reserve again without taking it. The skipped seqs are unused.
+    again = cache.reserve(
+        tenant_slug=tenant.slug, conversation_id=conversation_id, count=count, token="", lock_ms=0, seq_floor=floor
+    )
+    return cache.Reservation(first_seq=again.first_seq, cached=reservation.cached)
+
+
+def _database_seq_floor(*, tenant: Tenant, conversation_id: str) -> int:
+    """The highest seq or revision the database holds for this conversation, erased or not."""
+    conversation = (
+        Conversation.objects.for_tenant(tenant)
+        .filter(conversation_id=conversation_id)
+        .values_list("last_seq", "memory_revision")
+        .first()
+    )
+    tombstone = (
+        Tombstone.objects.for_tenant(tenant)
+        .filter(conversation_id=conversation_id)
+        .values_list("erased_before_seq", flat=True)
+        .first()
+    )
+    return max(*(conversation or (0, 0)), tombstone or 0)
 
 
 def _append_through_cache(
@@ -200,6 +243,7 @@ def _append_through_cache(
         if not reservation.cached:
             # Warm the cache under our lock so the list the messages join holds the whole window.
             try:
+                _conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
                 cache_rebuild(tenant=tenant, conversation_id=conversation_id, allow_empty=True)
             except DatabaseError:
                 metrics.fallbacks.labels(kind="write_without_database").inc()
@@ -216,6 +260,21 @@ def _append_through_cache(
         logger.warning("append_cache_merge_failed", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token)
     return stored
+
+
+def _conversation_ensure(*, tenant: Tenant, conversation_id: str, user_id: str = "", agent_id: str = "") -> None:
+    """Create the conversation row now, so it is there at once after the write that creates it.
+
+    Only the first write needs it; a cold cache is the cheap sign that this may be the first. The
+    worker creates the row anyway, so a database that does not answer only delays it.
+    """
+    try:
+        with transaction.atomic():
+            Conversation.objects.for_tenant(tenant).get_or_create(
+                tenant=tenant, conversation_id=conversation_id, defaults={"user_id": user_id, "agent_id": agent_id}
+            )
+    except IntegrityError:
+        pass  # created concurrently
 
 
 def _release_quietly(*, tenant: Tenant, conversation_id: str, token: str) -> None:
@@ -259,9 +318,7 @@ RESERVE_SEQS_SQL = """
 
 def _reserve_seqs_in_database(*, tenant: Tenant, conversation_id: str, count: int, user_id: str, agent_id: str) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(
-            RESERVE_SEQS_SQL, [tenant.pk, conversation_id, user_id, agent_id, _now_microseconds() + count - 1, count]
-        )
+        cursor.execute(RESERVE_SEQS_SQL, [tenant.pk, conversation_id, user_id, agent_id, _now_microseconds() + count - 1, count])
         return cursor.fetchone()[0]
 
 
@@ -319,13 +376,16 @@ def messages_persist(*, payload: dict[str, Any]) -> int:
             _settle_cache(payload=payload, settled=[], removed=erased)
             return 0
         conversation = _conversation_for_update(
-            tenant_id=tenant_id, conversation_id=conversation_id, user_id=payload.get("user_id", ""), agent_id=payload.get("agent_id", "")
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            user_id=payload.get("user_id", ""),
+            agent_id=payload.get("agent_id", ""),
         )
-        ids = [m["id"] for m in live]
-        before = {str(row.id): row for row in Message.objects.for_tenant(tenant_id).filter(id__in=ids)}
+        stored = Message.objects.for_tenant(tenant_id).filter(conversation=conversation, message_id__in=[m["id"] for m in live])
+        before = {str(row.message_id): row for row in stored}
         rows = [
             Message(
-                id=m["id"],
+                message_id=m["id"],
                 tenant_id=tenant_id,
                 conversation=conversation,
                 seq=m["seq"],
@@ -340,11 +400,11 @@ def messages_persist(*, payload: dict[str, Any]) -> int:
         ]
         if rows:
             Message.unscoped.bulk_create(rows, ignore_conflicts=True)  # persisted rows of this tenant only
-        after = {str(row.id): row for row in Message.objects.for_tenant(tenant_id).filter(id__in=ids)}
+        after = {str(row.message_id): row for row in stored.all()}
         settled, losers, conflicts = [], [], []
         for m in live:
             row = after.get(m["id"])
-            if row is None or row.conversation_id != conversation.pk or not _same_message(message_to_dict(row), m):
+            if row is None or not _same_message(message_to_dict(row), m):
                 conflicts.append(m["id"])
             elif row.seq == m["seq"]:
                 settled.append(m)
@@ -418,9 +478,10 @@ def dead_letter_replay(*, dead_letter: DeadLetter) -> None:
     """Publish a dead letter's task again; its payload is idempotent, so replaying twice is safe."""
     from conversations import tasks
 
-    task = {"conversations.tasks.messages_persist": tasks.messages_persist, "conversations.tasks.memory_persist": tasks.memory_persist}[
-        dead_letter.task_name
-    ]
+    task = {
+        "conversations.tasks.messages_persist": tasks.messages_persist,
+        "conversations.tasks.memory_persist": tasks.memory_persist,
+    }[dead_letter.task_name]
     publish(task, dead_letter.payload)
     DeadLetter.unscoped.filter(pk=dead_letter.pk).update(replayed_at=timezone.now())  # operator action
     logger.info("dead_letter_replayed", dead_letter=dead_letter.pk, task=dead_letter.task_name)
@@ -527,7 +588,9 @@ def tenant_cache_rebuild(
             count += 1
         except (cache.CacheUnavailable, DatabaseError) as error:
             failed.append(conversation.conversation_id)
-            logger.error("cache_rebuild_failed", tenant=tenant.slug, conversation_id=conversation.conversation_id, error=str(error))
+            logger.error(
+                "cache_rebuild_failed", tenant=tenant.slug, conversation_id=conversation.conversation_id, error=str(error)
+            )
         if progress is not None:
             progress(1)
     return TenantRebuildSummary(conversations=count, messages=messages, failed=failed, seconds=time.perf_counter() - started)
@@ -595,7 +658,9 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
     try:
         pending = cache.pending(tenant_slug=tenant.slug, conversation_id=conversation_id) if cache_reached else []
         with transaction.atomic():
-            conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).select_for_update().first()
+            conversation = (
+                Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).select_for_update().first()
+            )
             if conversation is None and not pending:
                 raise NotFound(f"Conversation {conversation_id} does not exist.")
             if conversation is not None:
@@ -617,7 +682,9 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
         try:
             keys = cache.erase(tenant_slug=tenant.slug, conversation_id=conversation_id)  # the lock goes too
         except cache.CacheUnavailable:
-            CacheRepair.objects.for_tenant(tenant).get_or_create(tenant=tenant, conversation_id=conversation_id, defaults={"erase": True})
+            CacheRepair.objects.for_tenant(tenant).get_or_create(
+                tenant=tenant, conversation_id=conversation_id, defaults={"erase": True}
+            )
     logger.info("conversation_erased", tenant=tenant.slug, conversation_id=conversation_id, messages=deleted, cache_keys=keys)
     return EraseResult(messages=deleted, cache_keys=keys)
 
@@ -643,9 +710,11 @@ def memory_document(*, tenant: Tenant, conversation: Conversation) -> dict[str, 
     }
 
 
-def memory_save(*, tenant: Tenant, conversation_id: str, document: dict[str, Any], agent_id: str = "", user_id: str = "") -> dict[str, Any]:
+def memory_save(
+    *, tenant: Tenant, conversation_id: str, document: dict[str, Any], agent_id: str = "", user_id: str = ""
+) -> dict[str, Any]:
     """Save the memory document: broker-confirmed, then cached; a later save always wins."""
-    revision = _memory_revision(tenant=tenant, conversation_id=conversation_id)
+    revision = _memory_revision(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
     now = timezone.now().astimezone(UTC).isoformat()
     metadata = {
         **(document.get("metadata") or {}),
@@ -685,10 +754,15 @@ def memory_save(*, tenant: Tenant, conversation_id: str, document: dict[str, Any
     return saved
 
 
-def _memory_revision(*, tenant: Tenant, conversation_id: str) -> int:
+def _memory_revision(*, tenant: Tenant, conversation_id: str, user_id: str, agent_id: str) -> int:
     try:
         reservation = cache.reserve(tenant_slug=tenant.slug, conversation_id=conversation_id, count=1, token="", lock_ms=0)
-        return reservation.first_seq
+        if not reservation.known:  # possibly the first write of this conversation
+            try:
+                _conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
+            except DatabaseError:
+                metrics.fallbacks.labels(kind="write_without_database").inc()
+        return _above_database_floor(tenant=tenant, conversation_id=conversation_id, count=1, reservation=reservation).first_seq
     except cache.CacheUnavailable:
         return _now_microseconds()
 
@@ -701,7 +775,10 @@ def memory_persist(*, payload: dict[str, Any]) -> bool:
         if tombstone and payload["revision"] < tombstone.erased_before_seq:
             return False
         conversation = _conversation_for_update(
-            tenant_id=tenant_id, conversation_id=conversation_id, user_id=payload.get("user_id", ""), agent_id=payload.get("agent_id", "")
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            user_id=payload.get("user_id", ""),
+            agent_id=payload.get("agent_id", ""),
         )
         if conversation.memory_revision >= payload["revision"]:
             return False

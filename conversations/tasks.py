@@ -37,9 +37,7 @@ def _run_with_dead_letter(task: Task, service: Callable[..., Any], payload: dict
     except Exception as error:  # anything else cannot be fixed by a retry: keep it for an operator
         failure = error
     try:
-        services.dead_letter_record(
-            task_name=task.name, payload=payload, error=repr(failure), attempts=task.request.retries + 1
-        )
+        services.dead_letter_record(task_name=task.name, payload=payload, error=repr(failure), attempts=task.request.retries + 1)
     except DatabaseError as error:
         logger.error("dead_letter_unrecorded", task=task.name, error=str(error))
         raise task.retry(exc=error, countdown=settings.MEMORY_RETRY_BACKOFF_MAX, max_retries=None) from error

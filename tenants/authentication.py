@@ -56,7 +56,11 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
             self._touch(prefix, record, now)
         tenant = Tenant(
-            id=record["tenant_id"], slug=record["tenant_slug"], name=record["tenant_slug"], active=True, settings=record["tenant_settings"]
+            id=record["tenant_id"],
+            slug=record["tenant_slug"],
+            name=record["tenant_slug"],
+            active=True,
+            settings=record["tenant_settings"],
         )
         tenant._state.adding = False
         tenant._state.db = "default"

@@ -83,7 +83,9 @@ class TenantQuerySet(models.QuerySet):
         """``scoped | unscoped`` would drop the tenant filter: both sides must be scoped."""
         self._require_scope()
         if not getattr(other, "_tenant_scoped", False) or getattr(other, "_tenant_id", None) != getattr(self, "_tenant_id", None):
-            raise TenantScopeError(f"{self.model.__name__}: a scoped queryset can only be combined with one scoped to the same tenant.")
+            raise TenantScopeError(
+                f"{self.model.__name__}: a scoped queryset can only be combined with one scoped to the same tenant."
+            )
 
     def get(self, *args: Any, **kwargs: Any) -> Any:
         self._require_scope()

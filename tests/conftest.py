@@ -150,6 +150,13 @@ def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
         getattr(services, TASK_SERVICES[name])(payload=payload)
 
 
+def run_queued_tasks() -> int:
+    """Take every queued task and run it here, as a worker would; returns how many ran."""
+    tasks = take_queued_tasks()
+    run_tasks(tasks)
+    return len(tasks)
+
+
 def wait_for_rows(model: Any, tenant: Any, count: int, timeout: float = 30, **filters: Any) -> None:
     wait_until(
         lambda: model.objects.for_tenant(tenant).filter(**filters).count() >= count,

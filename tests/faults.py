@@ -51,10 +51,32 @@ class CeleryWorker:
         self.log.flush()
         offset = self.log_path.stat().st_size
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "memoryproject", "worker", "--loglevel", "INFO",
-             "--concurrency", "1", "--pool", "prefork", "-Q", self.env["MEMORY_QUEUE"], "--without-gossip",
-             "--without-mingle", "--without-heartbeat", "-n", f"{self.name}-{os.getpid()}@%h"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "memoryproject",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "1",
+                "--pool",
+                "prefork",
+                "-Q",
+                self.env["MEMORY_QUEUE"],
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"{self.name}-{os.getpid()}@%h",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
         def ready() -> bool:
@@ -101,9 +123,21 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.directory],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.directory,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         wait_until(self._answers, timeout=10, message="the private redis to answer")
 

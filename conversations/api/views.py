@@ -47,9 +47,18 @@ class TenantAPIView(APIView):
 
 
 def _conversation_id(value: str) -> str:
+    """A conversation id read from the URL: one that could never be stored does not exist (404)."""
     if len(value) > settings.MEMORY_MAX_ID_LENGTH or not serializers.CONVERSATION_ID.match(value):
         raise NotFound(f"Conversation {value} does not exist.")
     return value
+
+
+def _new_conversation_id(value: str) -> str:
+    """A conversation id a write may create: one that could never be stored is a 400 naming the rule."""
+    try:
+        return serializers.validate_conversation_id(value)
+    except ValidationError as error:
+        raise ValidationError({"conversation_id": error.detail}) from error
 
 
 class ConversationPagination(LimitOffsetPagination):
@@ -127,11 +136,10 @@ class MemoryView(TenantAPIView):
 
     @extend_schema(request=serializers.MemoryDocumentSerializer, responses=serializers.MemoryDocumentSerializer)
     def put(self, request: Request, conversation_id: str) -> Response:
+        conversation_id = _new_conversation_id(conversation_id)
         serializer = serializers.MemoryDocumentSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        document = services.memory_save(
-            tenant=self.tenant, conversation_id=_conversation_id(conversation_id), document=serializer.validated_data
-        )
+        document = services.memory_save(tenant=self.tenant, conversation_id=conversation_id, document=serializer.validated_data)
         return Response(document)
 
 
@@ -158,7 +166,9 @@ class MessageListView(TenantAPIView):
             ),
         )
         messages = [message | {"conversation_id": conversation_id} for message in window.messages]
-        return Response({"conversation_id": conversation_id, "messages": messages, "count": len(messages), "source": window.source})
+        return Response(
+            {"conversation_id": conversation_id, "messages": messages, "count": len(messages), "source": window.source}
+        )
 
     @extend_schema(
         request=serializers.AppendSerializer,
@@ -167,7 +177,7 @@ class MessageListView(TenantAPIView):
         "already in the window. Resending a message with the same id and content answers 200 with the stored message.",
     )
     def post(self, request: Request, conversation_id: str) -> Response:
-        conversation_id = self._valid_id(conversation_id)
+        conversation_id = _new_conversation_id(conversation_id)
         serializer = serializers.AppendSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         result = services.message_append(
@@ -182,13 +192,6 @@ class MessageListView(TenantAPIView):
             {"conversation_id": conversation_id, "messages": messages},
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
-
-    @staticmethod
-    def _valid_id(conversation_id: str) -> str:
-        try:
-            return serializers.validate_conversation_id(conversation_id)
-        except ValidationError as error:
-            raise ValidationError({"conversation_id": error.detail}) from error
 
 
 class MessageDetailView(TenantAPIView):

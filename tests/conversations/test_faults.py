@@ -18,14 +18,16 @@ from django.test import override_settings
 from django_redis import get_redis_connection
 
 from conversations import services, tasks
-from conversations.models import Conversation, DeadLetter, Message
+from conversations.models import Conversation, DeadLetter, Message, Tombstone
 from memoryproject.celery import app as celery_app
-from tests.conftest import wait_for_rows
+from tests.conftest import run_queued_tasks, wait_for_rows
 from tests.faults import CeleryWorker, PrivateRedis, TcpProxy, wait_until
 
 
 def append(api: Any, conversation_id: str, content: str, **extra: Any) -> Any:
-    return api.post(f"/api/v1/conversations/{conversation_id}/messages/", {"role": "user", "content": content, **extra}, format="json")
+    return api.post(
+        f"/api/v1/conversations/{conversation_id}/messages/", {"role": "user", "content": content, **extra}, format="json"
+    )
 
 
 def window(api: Any, conversation_id: str, **params: Any) -> list[dict]:
@@ -66,7 +68,15 @@ def test_a_201_is_a_persistent_message_on_a_durable_queue_before_any_worker_runs
 def refusing_queue() -> Iterator[str]:
     """A queue the broker refuses every publish to (max-length 0, reject-publish)."""
     name = f"memtest-refuse-{uuid.uuid4().hex[:8]}"
-    policy = ["rabbitmqctl", "set_policy", "--apply-to", "queues", name, f"^{name}$", '{"max-length":0,"overflow":"reject-publish"}']
+    policy = [
+        "rabbitmqctl",
+        "set_policy",
+        "--apply-to",
+        "queues",
+        name,
+        f"^{name}$",
+        '{"max-length":0,"overflow":"reject-publish"}',
+    ]
     subprocess.run(policy, check=True, capture_output=True, timeout=60)
     yield name
     subprocess.run(["rabbitmqctl", "clear_policy", name], capture_output=True, timeout=60)
@@ -114,7 +124,9 @@ def private_redis(settings: Any) -> Iterator[PrivateRedis]:
     redis.close()
 
 
-def test_seqs_keep_increasing_across_a_redis_restart_and_match_the_database(api, tenant, private_redis, worker_env, transactional_db):
+def test_seqs_keep_increasing_across_a_redis_restart_and_match_the_database(
+    api, tenant, private_redis, worker_env, transactional_db
+):
     seqs = [append(api, "restart", f"before {n}").json()["messages"][0]["seq"] for n in range(3)]
     private_redis.restart_empty()
     seqs += [append(api, "restart", f"after {n}").json()["messages"][0]["seq"] for n in range(3)]
@@ -131,6 +143,32 @@ def test_seqs_keep_increasing_across_a_redis_restart_and_match_the_database(api,
     assert [content for _, content in stored] == [f"before {n}" for n in range(3)] + [f"after {n}" for n in range(3)]
 
 
+def test_after_redis_forgets_a_conversation_new_seqs_and_revisions_stay_above_the_database(api, tenant, no_worker):
+    # Seqs handed out while Redis was down come from a web host's clock, which may run ahead of
+    # Redis's; an erased conversation's tombstone and a memory revision come from the same clock.
+    ahead = services._now_microseconds() + 60_000_000
+    append(api, "c-seq", "first")
+    append(api, "c-erased", "first")
+    api.put("/api/v1/conversations/c-memory/memory/", {"messages": [{"content": "first"}]}, format="json")
+    run_queued_tasks()
+    Conversation.objects.for_tenant(tenant).filter(conversation_id="c-seq").update(last_seq=ahead)
+    Conversation.objects.for_tenant(tenant).filter(conversation_id="c-memory").update(memory_revision=ahead)
+    assert api.delete("/api/v1/conversations/c-erased/").status_code in (200, 204)
+    Tombstone.objects.for_tenant(tenant).filter(conversation_id="c-erased").update(erased_before_seq=ahead)
+    get_redis_connection("default").flushdb()
+
+    after = append(api, "c-seq", "after").json()["messages"][0]
+    revived = append(api, "c-erased", "after erase").json()["messages"][0]
+    api.put("/api/v1/conversations/c-memory/memory/", {"messages": [{"content": "second"}]}, format="json")
+    run_queued_tasks()
+
+    assert after["seq"] > ahead
+    assert [m["content"] for m in window(api, "c-seq")] == ["first", "after"]
+    assert revived["seq"] >= ahead
+    assert Message.objects.for_tenant(tenant).filter(conversation__conversation_id="c-erased").get().content == "after erase"
+    assert Conversation.objects.for_tenant(tenant).get(conversation_id="c-memory").memory["messages"] == [{"content": "second"}]
+
+
 def test_a_write_survives_redis_being_flushed_before_it_is_persisted(api, tenant, no_worker, worker_env):
     written = append(api, "flushed", "keep me").json()["messages"][0]
     get_redis_connection("default").flushdb()
@@ -141,7 +179,7 @@ def test_a_write_survives_redis_being_flushed_before_it_is_persisted(api, tenant
     finally:
         worker.stop()
     row = Message.objects.for_tenant(tenant).get()
-    assert (str(row.id), row.seq) == (written["id"], written["seq"])
+    assert (str(row.message_id), row.seq) == (written["id"], written["seq"])
     assert [m["id"] for m in window(api, "flushed")] == [written["id"]]
 
 
@@ -163,9 +201,7 @@ def test_a_worker_killed_mid_task_redelivers_and_makes_exactly_one_row(api, tena
     dsn = f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} user={db['USER']} dbname={db['NAME']}"
     with psycopg.connect(dsn) as blocker:
         # Hold the conversation row so the worker's persist blocks inside its transaction.
-        blocker.execute(
-            "SELECT 1 FROM conversation_memories WHERE conversation_id = 'killed' FOR UPDATE"
-        )
+        blocker.execute("SELECT 1 FROM conversation_memories WHERE conversation_id = 'killed' FOR UPDATE")
         written = append(api, "killed", "survive the crash").json()["messages"][0]
 
         def worker_is_blocked_mid_task() -> bool:
@@ -180,7 +216,7 @@ def test_a_worker_killed_mid_task_redelivers_and_makes_exactly_one_row(api, tena
         blocker.rollback()
     worker.start()
     wait_for_rows(Message, tenant, 1)
-    rows = list(Message.objects.for_tenant(tenant).values_list("id", "seq"))
+    rows = list(Message.objects.for_tenant(tenant).values_list("message_id", "seq"))
     assert [(str(message_id), seq) for message_id, seq in rows] == [(written["id"], written["seq"])]
     conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="killed")
     assert conversation.message_count == 1
@@ -204,9 +240,15 @@ def postgres_proxy(worker_env: dict[str, str]) -> Iterator[TcpProxy]:
         proxy.close()
 
 
-def test_writes_are_accepted_while_postgres_is_down_and_persisted_on_recovery(api, tenant, worker_env, transactional_db, postgres_proxy):
-    proxied = {**worker_env, "DATABASE_URL": worker_env["DATABASE_URL"].replace(
-        f":{connection.settings_dict['NAME']}", f":{connection.settings_dict['NAME']}")}
+def test_writes_are_accepted_while_postgres_is_down_and_persisted_on_recovery(
+    api, tenant, worker_env, transactional_db, postgres_proxy
+):
+    proxied = {
+        **worker_env,
+        "DATABASE_URL": worker_env["DATABASE_URL"].replace(
+            f":{connection.settings_dict['NAME']}", f":{connection.settings_dict['NAME']}"
+        ),
+    }
     db = connection.settings_dict
     proxied["DATABASE_URL"] = f"postgres://{db['USER']}@127.0.0.1:{postgres_proxy.port}/{db['NAME']}"
     worker = CeleryWorker(env=proxied, name="pg-proxy")
@@ -230,7 +272,7 @@ def test_writes_are_accepted_while_postgres_is_down_and_persisted_on_recovery(ap
         wait_for_rows(Message, tenant, 4, timeout=90)
     finally:
         worker.stop()
-    stored = list(Message.objects.for_tenant(tenant).order_by("seq").values_list("id", flat=True))
+    stored = list(Message.objects.for_tenant(tenant).order_by("seq").values_list("message_id", flat=True))
     assert [str(message_id) for message_id in stored] == [first["id"], *during]
     assert not DeadLetter.objects.for_tenant(tenant).exists()
 
@@ -259,17 +301,26 @@ def test_a_task_that_keeps_failing_stops_after_bounded_attempts_in_the_dead_lett
 def test_a_conflicting_write_lands_in_dead_letters_and_replays_once_fixed(api, tenant, worker):
     taken = append(api, "first", "original").json()["messages"][0]
     wait_for_rows(Message, tenant, 1)
-    clash = {"id": taken["id"], "seq": 1, "role": "user", "content": "clash", "metadata": {},
-             "created_at": taken["created_at"], "token_count": 1}
-    services.publish(tasks.messages_persist, {"tenant_id": tenant.pk, "tenant_slug": tenant.slug,
-                                              "conversation_id": "second", "messages": [clash]})
+    clash = {  # the same id with other content, as a resend that bypassed the web check would carry
+        "id": taken["id"],
+        "seq": services._now_microseconds() + 3_600_000_000,
+        "role": "user",
+        "content": "clash",
+        "metadata": {},
+        "created_at": taken["created_at"],
+        "token_count": 1,
+    }
+    services.publish(
+        tasks.messages_persist,
+        {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "conversation_id": "first", "messages": [clash]},
+    )
     wait_until(lambda: DeadLetter.objects.for_tenant(tenant).exists(), message="a dead letter")
     assert "already stored with other content" in DeadLetter.objects.for_tenant(tenant).get().error
 
-    assert api.delete("/api/v1/conversations/first/").status_code == 200
+    assert api.delete("/api/v1/conversations/first/").status_code == 200  # the operator removes the original
     call_command("replay_dead_letters", "--tenant", tenant.slug)
     wait_until(
-        lambda: Message.objects.for_tenant(tenant).filter(conversation__conversation_id="second").exists(),
+        lambda: Message.objects.for_tenant(tenant).filter(conversation__conversation_id="first", content="clash").exists(),
         message="the replayed message",
     )
     assert DeadLetter.objects.for_tenant(tenant).get().replayed_at is not None

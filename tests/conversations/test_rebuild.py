@@ -583,7 +583,7 @@ def test_rebuild_cache_rebuilds_every_active_conversation_of_the_tenant_and_prin
 
     call_command("rebuild_cache", "--tenant", "acme", stdout=output)
 
-    assert re.search(r"rebuild_cache acme: 2 conversations, 5 messages, [\d.]+ s", output.getvalue()), output.getvalue()
+    assert re.search(r"rebuild_cache acme: 2 conversations, 5 messages cached, [\d.]+ s", output.getvalue()), output.getvalue()
     for conversation_id in ("support", "sales"):
         assert cached_list(tenant, conversation_id) == [header(True), *rows(tenant, conversation_id)]
         assert rows(tenant, conversation_id) == three_conversations[conversation_id]
@@ -608,7 +608,7 @@ def test_rebuild_cache_with_a_conversation_rebuilds_only_that_one(tenant, three_
 
     call_command("rebuild_cache", "--tenant", "acme", "--conversation", "sales", stdout=output)
 
-    assert "rebuild_cache acme: 1 conversations, 2 messages" in output.getvalue()
+    assert "rebuild_cache acme: 1 conversations, 2 messages cached" in output.getvalue()
     assert cached_list(tenant, "sales") == [header(True), *three_conversations["sales"]]
     assert cached_list(tenant, "support") is None
     assert cached_list(tenant, "old") is None
@@ -633,7 +633,7 @@ def test_rebuild_cache_does_not_show_one_tenant_the_conversations_of_another(ten
     output = StringIO()
     call_command("rebuild_cache", "--tenant", "globex", stdout=output)
 
-    assert "rebuild_cache globex: 0 conversations, 0 messages" in output.getvalue()
+    assert "rebuild_cache globex: 0 conversations, 0 messages cached" in output.getvalue()
     assert cached_list(tenant, "support") is None
 
 

@@ -13,7 +13,7 @@ from asgiref.sync import async_to_sync
 from django.db.models import Count
 from django_redis import get_redis_connection
 
-from conversations import selectors, services
+from conversations import selectors
 from conversations.api.views import TenantAPIView
 from conversations.exceptions import NotFound
 from conversations.models import Conversation, Message
@@ -22,11 +22,6 @@ from tests.conftest import run_tasks, take_queued_tasks
 from tests.factories import message_payload
 
 CONVERSATIONS = "/api/v1/conversations/"
-
-
-
-
-
 
 
 def redis_state(tenant_slug: str) -> dict[str, Any]:
@@ -254,35 +249,18 @@ def test_a_tenant_named_in_the_body_is_ignored(api, tenant, other_tenant):
     assert not Conversation.objects.for_tenant(other_tenant).exists()
 
 
-def test_a_message_id_another_tenant_already_stored_is_a_409_that_reveals_nothing(api, tenant, globex):
-    answer = api.post(f"{CONVERSATIONS}mine/messages/", message_payload(id=globex["persisted_id"]), format="json")
+@pytest.mark.parametrize("which", ["persisted_id", "pending_id"])
+def test_a_message_id_another_tenant_uses_names_a_new_message_and_both_persist(api, tenant, other_tenant, globex, which):
+    message_id = globex[which]
 
-    assert answer.status_code == 409, answer.content
-    assert answer.json()["error"]["code"] == "conflict"
+    answer = api.post(f"{CONVERSATIONS}mine/messages/", message_payload(id=message_id, content="acme's own"), format="json")
+    for task in sorted(take_queued_tasks(), key=lambda task: task[1]["tenant_id"] != tenant.pk):  # acme's task first
+        run_tasks([task])
+
+    assert answer.status_code == 201, answer.content
     assert b"globex" not in answer.content
-    assert [task for task in take_queued_tasks() if task[1]["tenant_id"] == tenant.pk] == []
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="Message.id is a global primary key chosen by the client, but services._existing_messages sees another "
-    "tenant's id only once that message is persisted: while it is pending, a second tenant sending the same id gets "
-    "201 too, and whichever persist task runs second raises PersistConflict (an acknowledged write never persisted; "
-    "here globex's, lost because of acme's request).",
-)
-def test_a_message_id_still_pending_for_another_tenant_never_makes_an_acknowledged_write_lost(api, tenant, other_tenant, globex):
-    answer = api.post(f"{CONVERSATIONS}mine/messages/", message_payload(id=globex["pending_id"]), format="json")
-    queued = take_queued_tasks()
-    lost = []
-    for name, payload in sorted(queued, key=lambda task: task[1]["tenant_id"] != tenant.pk):  # acme's task first
-        try:
-            run_tasks([(name, payload)])
-        except services.PersistConflict:
-            lost.append(payload["tenant_slug"])  # what the worker would dead-letter
-
-    assert answer.status_code in (201, 409)
-    assert lost == []
-    assert Message.objects.for_tenant(other_tenant).filter(id=globex["pending_id"]).exists()
+    assert Message.objects.for_tenant(tenant).get(message_id=message_id).content == "acme's own"
+    assert Message.objects.for_tenant(other_tenant).get(message_id=message_id).content != "acme's own"
 
 
 # --- Every selector: another tenant's ids raise NotFound or return nothing ------------------------

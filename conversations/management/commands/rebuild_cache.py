@@ -29,7 +29,9 @@ class Command(BaseCommand):
         conversation_ids = options["conversations"]
         scoped = Conversation.objects.for_tenant(tenant)
         if conversation_ids:
-            missing = set(conversation_ids) - set(scoped.filter(conversation_id__in=conversation_ids).values_list("conversation_id", flat=True))
+            missing = set(conversation_ids) - set(
+                scoped.filter(conversation_id__in=conversation_ids).values_list("conversation_id", flat=True)
+            )
             if missing:
                 raise CommandError(f"Tenant {slug} has no conversation {', '.join(sorted(missing))}.")
             total = len(conversation_ids)
@@ -43,10 +45,7 @@ class Command(BaseCommand):
             return
         with tqdm(total=total, desc=f"rebuilding {slug}", unit="conv", disable=None) as bar:
             summary = services.tenant_cache_rebuild(tenant=tenant, conversation_ids=conversation_ids, progress=bar.update)
-        line = (
-            f"rebuild_cache {slug}: {summary.conversations} conversations, {summary.messages} messages, "
-            f"{summary.seconds:.2f} s"
-        )
+        line = f"rebuild_cache {slug}: {summary.conversations} conversations, {summary.messages} messages cached, {summary.seconds:.2f} s"
         if summary.failed:
             raise CommandError(f"{line}; {len(summary.failed)} failed: {', '.join(summary.failed[:10])}")
         self.stdout.write(self.style.SUCCESS(line))
