@@ -1,67 +1,395 @@
-"""Operators' admin (minimal here): conversations, messages read-only, dead letters with replay."""
+"""The operators' admin: find a conversation, read its transcript, repair its cache, erase it.
+
+Every admin here starts from ``TenantScopedAdmin``: staff of a tenant see that tenant only, and
+another tenant's conversation by URL is a 404. Changes go through the same services as the API and
+the commands (``conversation_update``, ``cache_rebuild``, ``conversation_erase``,
+``dead_letter_replay``), and every action is written to the admin log. Message history is read-only.
+"""
+
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+from django.utils.timesince import timesince
 
-from conversations import services
+from conversations import cache, selectors, services
 from conversations.exceptions import ServiceUnavailable
 from conversations.models import Conversation, DeadLetter, Message
+from tenants.admin import TenantScopedAdmin
+
+TRANSCRIPT_PAGE_SIZE = 100
 
 
-class UnscopedAdmin(admin.ModelAdmin):
-    def get_queryset(self, request: HttpRequest) -> QuerySet:
-        # The admin reads across tenants on purpose (superusers); tenant staff scoping comes with the admin work.
-        return self.model.unscoped.get_queryset()
+def _log_many(request: HttpRequest, objects: list, message: str, flag: int = CHANGE) -> None:
+    """One admin log entry per object, written in one query."""
+    if objects:
+        LogEntry.objects.log_actions(user_id=request.user.pk, queryset=objects, action_flag=flag, change_message=message)
+
+
+def _badge(kind: str, text: str, title: str = "") -> str:
+    return format_html('<span class="memory-badge memory-badge--{}" title="{}">{}</span>', kind, title, text)
+
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours} h {rest // 60:02d} min" if hours else f"{rest // 60} min {rest % 60:02d} s"
+
+
+# --- Conversations ------------------------------------------------------------------------------
+
+
+class ConversationChangeList(ChangeList):
+    """Reads the cache state of the whole page from Redis in one round trip, not one per row."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        pairs = [(conversation.tenant.slug, conversation.conversation_id) for conversation in self.result_list]
+        try:
+            states = cache.states(conversations=pairs)
+        except cache.CacheUnavailable:
+            states = None
+        for conversation, pair in zip(self.result_list, pairs, strict=True):
+            conversation.cache_state = states.get(pair) if states is not None else None
 
 
 @admin.register(Conversation)
-class ConversationAdmin(UnscopedAdmin):
-    list_display = ("conversation_id", "tenant", "user_id", "agent_id", "message_count", "archived", "updated_at")
-    list_filter = ("tenant", "archived")
-    search_fields = ("conversation_id", "user_id", "agent_id")
-    readonly_fields = ("last_seq", "message_count", "token_count", "memory_revision", "created_at", "updated_at")
-    actions = ("rebuild_cache",)
+class ConversationAdmin(TenantScopedAdmin):
+    list_display = (
+        "conversation_id",
+        "tenant",
+        "user_id",
+        "agent_id",
+        "message_count",
+        "last_activity",
+        "archived",
+        "cache_state_badge",
+    )
+    list_filter = ("archived", ("updated_at", admin.DateFieldListFilter))
+    list_select_related = ("tenant",)
+    list_per_page = 50
+    show_full_result_count = False  # one count per page view, not two, on 100,000 conversations
+    ordering = ("-updated_at",)
+    search_fields = ("conversation_id",)
+    search_help_text = "A conversation id (or part of it), a user or agent id, a message id, or words from a message."
+    fieldsets = (
+        (None, {"fields": ("tenant", "conversation_id", "user_id", "agent_id", "archived")}),
+        ("Metadata", {"fields": ("metadata",), "classes": ("collapse",)}),
+        (
+            "Counters",
+            {"fields": ("message_count", "token_count", "last_seq", "memory_revision", "created_at", "updated_at")},
+        ),
+    )
+    readonly_fields = (
+        "tenant",
+        "conversation_id",
+        "message_count",
+        "token_count",
+        "last_seq",
+        "memory_revision",
+        "created_at",
+        "updated_at",
+    )
+    actions = ("rebuild_cache", "archive", "unarchive", "export_json", "erase")
+    change_form_template = "admin/conversations/conversation/change_form.html"
 
-    @admin.action(description="Rebuild the cache of the selected conversations")
-    def rebuild_cache(self, request: HttpRequest, queryset: QuerySet) -> None:
-        for conversation in queryset.select_related("tenant"):
-            services.cache_rebuild(tenant=conversation.tenant, conversation_id=conversation.conversation_id, allow_empty=True)
-            services.memory_cache_rebuild(tenant=conversation.tenant, conversation=conversation)
-        self.message_user(request, f"Rebuilt the cache of {queryset.count()} conversations.")
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return ConversationChangeList
 
-
-@admin.register(Message)
-class MessageAdmin(UnscopedAdmin):
-    list_display = ("message_id", "conversation", "seq", "role", "created_at", "persisted_at")
-    list_filter = ("role",)
-    search_fields = ("message_id", "conversation__conversation_id")
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        # The subqueries are tied to the (already scoped) conversation row by its primary key.
+        words = selectors.messages_matching(Message.unscoped.filter(conversation=OuterRef("pk")), words=term)
+        match = Q(conversation_id__icontains=term) | Q(user_id=term) | Q(agent_id=term) | Q(Exists(words))
+        try:
+            match |= Q(Exists(Message.unscoped.filter(conversation=OuterRef("pk"), message_id=uuid.UUID(term))))
+        except ValueError:
+            pass  # not a message id
+        return queryset.filter(match), False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+        return False  # conversations begin with an agent's first write
 
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
+    def has_delete_permission(self, request: HttpRequest, obj: Conversation | None = None) -> bool:
+        return False  # the stock delete would skip the cache and the queued writes: see "erase"
+
+    def has_erase_permission(self, request: HttpRequest, obj: Conversation | None = None) -> bool:
+        return super().has_delete_permission(request, obj)
+
+    # --- Columns
+
+    @admin.display(description="Last activity", ordering="updated_at")
+    def last_activity(self, conversation: Conversation) -> str:
+        return format_html(
+            '<time datetime="{}" title="{}">{} ago</time>',
+            conversation.updated_at.isoformat(),
+            conversation.updated_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+            timesince(conversation.updated_at),
+        )
+
+    @admin.display(description="Cache")
+    def cache_state_badge(self, conversation: Conversation) -> str:
+        state = getattr(conversation, "cache_state", None)
+        if state is None:
+            return _badge("unknown", "Redis unreachable")
+        return _cache_state_html(state, conversation.message_count)
+
+    # --- Saving and the conversation page
+
+    def save_model(self, request: HttpRequest, obj: Conversation, form: Any, change: bool) -> None:
+        changes = {name: form.cleaned_data[name] for name in form.changed_data}
+        if changes:
+            services.conversation_update(tenant=obj.tenant, conversation_id=obj.conversation_id, changes=changes)
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        if obj is not None:
+            context.update(self._conversation_context(request, obj))
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def _conversation_context(self, request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+        try:
+            page = int(request.GET["page"]) if "page" in request.GET else None
+        except ValueError:
+            page = None
+        transcript = selectors.conversation_transcript(conversation=conversation, page=page, per_page=TRANSCRIPT_PAGE_SIZE)
+        for message in transcript.messages:  # what the template shows beyond the stored fields
+            message["created_at_value"] = datetime.fromisoformat(message["created_at"])
+            message["metadata_json"] = json.dumps(message["metadata"], indent=2, ensure_ascii=False)
+        try:
+            state = cache.states(conversations=[(conversation.tenant.slug, conversation.conversation_id)])
+            cache_state = _cache_state_html(next(iter(state.values())), conversation.message_count)
+        except cache.CacheUnavailable:
+            cache_state = _badge("unknown", "Redis unreachable")
+        memory = services.memory_document(tenant=conversation.tenant, conversation=conversation)
+        return {
+            "transcript": transcript,
+            "page_numbers": _page_numbers(transcript.number, transcript.pages),
+            "memory_json": json.dumps(memory, indent=2, ensure_ascii=False),
+            "cache_state": cache_state,
+            "can_erase": self.has_erase_permission(request, conversation),
+            "can_change": self.has_change_permission(request, conversation),
+        }
+
+    def get_urls(self) -> list:
+        own = [
+            path(
+                "<path:object_id>/rebuild/",
+                self.admin_site.admin_view(self.rebuild_view),
+                name="conversations_conversation_rebuild",
+            ),
+            path("<path:object_id>/erase/", self.admin_site.admin_view(self.erase_view), name="conversations_conversation_erase"),
+        ]
+        return own + super().get_urls()
+
+    def rebuild_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        conversation = self.get_object(request, object_id)
+        if request.method != "POST" or not self.has_change_permission(request, conversation):
+            raise PermissionDenied
+        self.rebuild_cache(request, self.get_queryset(request).filter(pk=conversation.pk))
+        return HttpResponseRedirect(reverse("admin:conversations_conversation_change", args=[conversation.pk]))
+
+    def erase_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        conversation = self.get_object(request, object_id)
+        if not self.has_erase_permission(request, conversation):
+            raise PermissionDenied
+        queryset = self.get_queryset(request).filter(pk=conversation.pk)
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            self._erase(request, queryset)
+            return HttpResponseRedirect(reverse("admin:conversations_conversation_changelist"))
+        return self._erase_confirmation(request, queryset, single=True)
+
+    # --- Actions
+
+    @admin.action(description="Rebuild the cache of the selected conversations", permissions=("change",))
+    def rebuild_cache(self, request: HttpRequest, queryset: QuerySet) -> None:
+        rebuilt, failed = [], []
+        for conversation in queryset.select_related("tenant"):
+            try:
+                result = services.cache_rebuild(
+                    tenant=conversation.tenant, conversation_id=conversation.conversation_id, allow_empty=True
+                )
+                services.memory_cache_rebuild(tenant=conversation.tenant, conversation=conversation)
+                rebuilt.append((conversation, len(result.messages)))
+            except (cache.CacheUnavailable, DatabaseError) as error:
+                failed.append(f"{conversation.conversation_id} ({error})")
+        for conversation, count in rebuilt:
+            self.log_action(request, conversation, f"Rebuilt the cache ({count} messages cached)")
+        if rebuilt:
+            self.message_user(
+                request, f"Rebuilt the cache of {len(rebuilt)} conversations ({sum(c for _, c in rebuilt)} messages cached)."
+            )
+        if failed:
+            self.message_user(
+                request, f"Could not rebuild {len(failed)}: {', '.join(failed[:5])}. Check Redis and retry.", level=messages.ERROR
+            )
+
+    @admin.action(description="Archive the selected conversations", permissions=("change",))
+    def archive(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._set_archived(request, queryset, archived=True)
+
+    @admin.action(description="Unarchive the selected conversations", permissions=("change",))
+    def unarchive(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._set_archived(request, queryset, archived=False)
+
+    def _set_archived(self, request: HttpRequest, queryset: QuerySet, *, archived: bool) -> None:
+        changed = list(queryset.exclude(archived=archived).select_related("tenant"))
+        for conversation in changed:
+            services.conversation_update(
+                tenant=conversation.tenant, conversation_id=conversation.conversation_id, changes={"archived": archived}
+            )
+        verb = "Archived" if archived else "Unarchived"
+        _log_many(request, changed, verb)
+        self.message_user(request, f"{verb} {len(changed)} conversations.")
+
+    @admin.action(description="Export the selected conversations as JSON", permissions=("view",))
+    def export_json(self, request: HttpRequest, queryset: QuerySet) -> StreamingHttpResponse:
+        conversations = list(queryset.select_related("tenant"))
+        _log_many(request, conversations, "Exported as JSON")
+        response = StreamingHttpResponse(_export_stream(conversations), content_type="application/json")
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        response["Content-Disposition"] = f'attachment; filename="conversations-{stamp}.json"'
+        return response
+
+    @admin.action(description="Erase the selected conversations…", permissions=("erase",))
+    def erase(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        if request.POST.get("confirm") == "yes":
+            self._erase(request, queryset)
+            return None
+        return self._erase_confirmation(request, queryset, single=False)
+
+    def _erase_confirmation(self, request: HttpRequest, queryset: QuerySet, *, single: bool) -> TemplateResponse:
+        conversations = list(queryset.select_related("tenant")[:1000])
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Erase conversations?",
+            "opts": self.opts,
+            "conversations": conversations,
+            "message_total": sum(c.message_count for c in conversations),
+            "single": single,
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/conversations/conversation/erase_confirmation.html", context)
+
+    def _erase(self, request: HttpRequest, queryset: QuerySet) -> None:
+        conversations = list(queryset.select_related("tenant"))
+        _log_many(request, conversations, "Erased with its messages, cache keys and queued writes", flag=DELETION)
+        erased, messages_erased = 0, 0
+        for conversation in conversations:
+            try:
+                result = services.conversation_erase(tenant=conversation.tenant, conversation_id=conversation.conversation_id)
+            except ServiceUnavailable as error:
+                self.message_user(request, f"{conversation.conversation_id}: {error.message}", level=messages.ERROR)
+                continue
+            erased += 1
+            messages_erased += result.messages
+        self.message_user(request, f"Erased {erased} conversations and {messages_erased} messages.")
+
+
+def _cache_state_html(state: cache.CacheState, message_count: int) -> str:
+    if not state.cached:
+        badge = _badge("cold", "not cached")
+    else:
+        badge = _badge(
+            "warm",
+            f"cached · {state.length}/{message_count} · {_duration(state.ttl or 0)} left",
+            f"{state.length} of {message_count} messages in the cached list; the list expires in {_duration(state.ttl or 0)}",
+        )
+    if state.pending:
+        badge += " " + _badge("pending", f"{state.pending} pending", "acknowledged writes no worker has persisted yet")
+    return mark_safe(badge)  # noqa: S308 - built from format_html parts above
+
+
+def _page_numbers(current: int, pages: int) -> list[int | None]:
+    """First, last and the pages around the current one; None marks a gap."""
+    wanted = sorted({1, 2, pages - 1, pages, *range(current - 2, current + 3)} & set(range(1, pages + 1)))
+    shown: list[int | None] = []
+    for number in wanted:
+        if shown and number - (shown[-1] or 0) > 1:
+            shown.append(None)
+        shown.append(number)
+    return shown
+
+
+def _export_stream(conversations: list[Conversation]) -> Iterator[str]:
+    yield '{"exported_at": ' + json.dumps(timezone.now().isoformat()) + ', "conversations": ['
+    for index, conversation in enumerate(conversations):
+        head = json.dumps(selectors.conversation_export(conversation=conversation), ensure_ascii=False)
+        yield ("," if index else "") + head[:-1] + ', "messages": ['
+        for position, message in enumerate(selectors.conversation_export_messages(conversation=conversation)):
+            yield ("," if position else "") + json.dumps(message, ensure_ascii=False)
+        yield "]}"
+    yield "]}"
+
+
+# --- Dead letters -----------------------------------------------------------------------------------
 
 
 @admin.register(DeadLetter)
-class DeadLetterAdmin(UnscopedAdmin):
-    list_display = ("id", "task_name", "tenant", "attempts", "created_at", "replayed_at")
-    list_filter = ("task_name", "replayed_at")
-    readonly_fields = ("tenant", "task_name", "payload", "error", "attempts", "created_at", "replayed_at")
+class DeadLetterAdmin(TenantScopedAdmin):
+    list_display = ("id", "task_name", "tenant", "conversation", "attempts", "short_error", "created_at", "replayed_at")
+    list_filter = (("replayed_at", admin.EmptyFieldListFilter), "task_name")
+    list_select_related = ("tenant",)
+    ordering = ("-created_at",)
+    readonly_fields = ("tenant", "task_name", "conversation", "attempts", "error", "payload_json", "created_at", "replayed_at")
+    fields = readonly_fields
     actions = ("replay",)
 
-    @admin.action(description="Replay the selected dead letters")
-    def replay(self, request: HttpRequest, queryset: QuerySet) -> None:
-        replayed = 0
-        for dead_letter in queryset:
-            try:
-                services.dead_letter_replay(dead_letter=dead_letter)
-                replayed += 1
-            except ServiceUnavailable as error:
-                self.message_user(request, error.message, level=messages.ERROR)
-                break
-        self.message_user(request, f"Replayed {replayed} dead letters.")
+    @admin.display(description="Conversation")
+    def conversation(self, dead_letter: DeadLetter) -> str:
+        return (dead_letter.payload or {}).get("conversation_id", "")
+
+    @admin.display(description="Error")
+    def short_error(self, dead_letter: DeadLetter) -> str:
+        return dead_letter.error if len(dead_letter.error) <= 120 else dead_letter.error[:117] + "…"
+
+    @admin.display(description="Payload")
+    def payload_json(self, dead_letter: DeadLetter) -> str:
+        return format_html('<pre class="memory-json">{}</pre>', json.dumps(dead_letter.payload, indent=2, ensure_ascii=False))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: DeadLetter | None = None) -> bool:
+        return request.user.is_superuser
+
+    @admin.action(description="Replay the selected dead letters", permissions=("change",))
+    def replay(self, request: HttpRequest, queryset: QuerySet) -> None:
+        replayed = []
+        for dead_letter in queryset.select_related("tenant"):
+            try:
+                services.dead_letter_replay(dead_letter=dead_letter)
+            except ServiceUnavailable as error:
+                self.message_user(request, error.message, level=messages.ERROR)
+                break
+            replayed.append(dead_letter)
+        _log_many(request, replayed, "Replayed")
+        self.message_user(request, f"Replayed {len(replayed)} dead letters; the workers persist them now.")
+
+
+admin.site.site_header = "Conversation memory"
+admin.site.site_title = "Conversation memory admin"
+admin.site.index_title = "Operations"
+admin.site.site_url = None

@@ -510,6 +510,43 @@ def erase(*, tenant_slug: str, conversation_id: str) -> int:
     return _call("erase", tenant_slug, scan_and_delete)
 
 
+@dataclass(frozen=True)
+class CacheState:
+    """What Redis holds for one conversation, as the admin shows it."""
+
+    cached: bool  # the message list exists
+    ttl: int | None  # seconds the list has left (None: not cached)
+    length: int  # cached messages (the list without its header)
+    pending: int  # acknowledged writes no worker has persisted yet
+    memory_cached: bool
+
+
+def states(*, conversations: Sequence[tuple[str, str]]) -> dict[tuple[str, str], CacheState]:
+    """The cache state of many conversations, ``(tenant slug, conversation id)`` each, in one round trip."""
+    if not conversations:
+        return {}
+    pipeline = client().pipeline(transaction=False)
+    for tenant_slug, conversation_id in conversations:
+        keys = ConversationKeys.of(tenant_slug, conversation_id)
+        pipeline.ttl(keys.messages)
+        pipeline.llen(keys.messages)
+        pipeline.hlen(keys.pending)
+        pipeline.exists(keys.memory)
+    answers = _call("states", conversations[0][0], pipeline.execute)
+    found = {}
+    for index, pair in enumerate(conversations):
+        ttl, length, pending_count, memory = answers[index * 4 : index * 4 + 4]
+        cached = length > 0
+        found[pair] = CacheState(
+            cached=cached,
+            ttl=ttl if cached and ttl >= 0 else None,
+            length=max(0, length - 1),
+            pending=pending_count,
+            memory_cached=bool(memory),
+        )
+    return found
+
+
 def ping() -> float:
     """Round trip to Redis in milliseconds; raises CacheUnavailable."""
     started = time.perf_counter()

@@ -9,6 +9,8 @@ and identical in Redis and PostgreSQL. Tenant-owned models refuse unscoped queri
 
 import uuid
 
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
 
@@ -53,10 +55,17 @@ class Conversation(models.Model):
             models.Index(fields=["tenant", "user_id", "-updated_at"], name="conversation_user_recent"),
             models.Index(fields=["tenant", "agent_id", "-updated_at"], name="conversation_agent_recent"),
             models.Index(fields=["tenant", "-updated_at"], name="conversation_tenant_recent"),
+            models.Index(fields=["-updated_at"], name="conversation_recent"),  # superusers' list, every tenant
         ]
 
     def __str__(self) -> str:
         return f"{self.tenant_id}:{self.conversation_id}"
+
+
+# The words of a message for keyword search. The "simple" configuration neither stems nor drops stop
+# words, so it serves every language the same way; queries must use this exact expression to hit
+# the index (``selectors.messages_matching``).
+CONTENT_WORDS = SearchVector("content", config="simple")
 
 
 class Message(models.Model):
@@ -89,6 +98,8 @@ class Message(models.Model):
             # The window: newest first within one conversation (DESIGN.md section 3).
             models.Index(fields=["tenant", "conversation", "-seq"], name="message_window"),
             models.Index(fields=["tenant", "conversation", "created_at"], name="message_by_date"),
+            # Keyword search over the content.
+            GinIndex(CONTENT_WORDS, name="message_search"),
         ]
 
     def __str__(self) -> str:

@@ -8,18 +8,20 @@ PostgreSQL and do not wait).
 
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import structlog
 from django.conf import settings
+from django.contrib.postgres.search import SearchQuery
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 
 from conversations import cache, metrics, services
 from conversations.exceptions import NotFound, ServiceUnavailable
-from conversations.models import Conversation, Message
+from conversations.models import CONTENT_WORDS, Conversation, Message
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -281,3 +283,81 @@ def _counters() -> dict[str, Any]:
         "cache_hit_rate": round(hits / lookups, 4) if lookups else None,
         "fallbacks": {name: int(value) for name, value in fallbacks.items()},
     }
+
+
+# --- The operators' views (admin): transcript pages and exports ---------------------------------
+
+
+@dataclass(frozen=True)
+class TranscriptPage:
+    """One page of a conversation's transcript, oldest first, each message with its persist status."""
+
+    messages: list[dict[str, Any]]  # message dicts plus "status" (persisted, pending) and "persisted_at"
+    number: int
+    pages: int
+    count: int  # persisted messages
+    pending: int  # acknowledged writes not yet persisted (shown on the last page)
+    cache_reached: bool
+
+
+def conversation_transcript(*, conversation: Conversation, page: int | None, per_page: int = 100) -> TranscriptPage:
+    """A page of the whole history (archived messages too); the last page, the newest, by default.
+
+    Pages are numbered from the oldest; the writes still pending in Redis join the last page, so an
+    operator sees what the API acknowledged and no worker has persisted yet.
+    """
+    tenant = conversation.tenant
+    rows = Message.objects.for_tenant(tenant).filter(conversation=conversation).order_by("seq")
+    count = rows.count()
+    pages = max(1, -(-count // per_page))
+    number = pages if page is None else min(max(1, page), pages)
+    shown = [
+        services.message_to_dict(row) | {"status": "persisted", "persisted_at": row.persisted_at, "archived": row.archived}
+        for row in rows[(number - 1) * per_page : number * per_page]
+    ]
+    pending: list[dict[str, Any]] = []
+    cache_reached = True
+    try:
+        pending = cache.pending(tenant_slug=tenant.slug, conversation_id=conversation.conversation_id)
+    except cache.CacheUnavailable:
+        cache_reached = False
+    if number == pages and pending:
+        persisted_ids = set(
+            Message.objects.for_tenant(tenant)
+            .filter(conversation=conversation, message_id__in=[m["id"] for m in pending])
+            .values_list("message_id", flat=True)
+        )
+        waiting = [m | {"status": "pending", "persisted_at": None} for m in pending if uuid.UUID(m["id"]) not in persisted_ids]
+        shown = sorted(shown + waiting, key=lambda message: message["seq"])
+    return TranscriptPage(
+        messages=shown, number=number, pages=pages, count=count, pending=len(pending), cache_reached=cache_reached
+    )
+
+
+def messages_matching(messages: QuerySet[Message], *, words: str) -> QuerySet[Message]:
+    """The messages whose content holds every one of ``words`` (web-search syntax: "a phrase", -not)."""
+    query = SearchQuery(words, config="simple", search_type="websearch")
+    return messages.alias(content_words=CONTENT_WORDS).filter(content_words=query)
+
+
+def conversation_export(*, conversation: Conversation) -> dict[str, Any]:
+    """Everything stored of a conversation except its messages (see ``conversation_export_messages``)."""
+    return {
+        "tenant": conversation.tenant.slug,
+        "conversation_id": conversation.conversation_id,
+        "user_id": conversation.user_id,
+        "agent_id": conversation.agent_id,
+        "archived": conversation.archived,
+        "metadata": conversation.metadata,
+        "memory": services.memory_document(tenant=conversation.tenant, conversation=conversation),
+        "message_count": conversation.message_count,
+        "created_at": conversation.created_at.isoformat(),
+        "updated_at": conversation.updated_at.isoformat(),
+    }
+
+
+def conversation_export_messages(*, conversation: Conversation) -> Iterator[dict[str, Any]]:
+    """Every persisted message in seq order, archived ones included, streamed from the database."""
+    rows = Message.objects.for_tenant(conversation.tenant).filter(conversation=conversation).order_by("seq")
+    for row in rows.iterator(chunk_size=2000):
+        yield services.message_to_dict(row) | {"archived": row.archived}

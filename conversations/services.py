@@ -596,6 +596,13 @@ def tenant_cache_rebuild(
     return TenantRebuildSummary(conversations=count, messages=messages, failed=failed, seconds=time.perf_counter() - started)
 
 
+def tenant_cache_rebuild_queue(*, tenant: Tenant) -> None:
+    """Queue ``tenant_cache_rebuild`` for a worker (the admin's whole-tenant rebuild)."""
+    from conversations import tasks
+
+    publish_args(tasks.tenant_cache_rebuild, tenant.pk)
+
+
 def cache_repair_sweep() -> int:
     """Invalidate the cached lists of conversations whose cache missed a write; returns how many."""
     repaired = 0

@@ -65,6 +65,24 @@ def cache_rebuild(tenant_id: int, conversation_id: str) -> int:
     return len(result.messages)
 
 
+@shared_task(acks_late=True, name="conversations.tasks.tenant_cache_rebuild")
+def tenant_cache_rebuild(tenant_id: int) -> int:
+    """Every active conversation of a tenant, as ``manage.py rebuild_cache`` does inline."""
+    from tenants.models import Tenant
+
+    tenant = Tenant.objects.get(pk=tenant_id)
+    summary = services.tenant_cache_rebuild(tenant=tenant)
+    logger.info(
+        "tenant_cache_rebuilt",
+        tenant=tenant.slug,
+        conversations=summary.conversations,
+        messages=summary.messages,
+        failed=len(summary.failed),
+        seconds=round(summary.seconds, 2),
+    )
+    return summary.conversations
+
+
 @shared_task(
     acks_late=True,
     name="conversations.tasks.cache_repair_sweep",

@@ -1,5 +1,6 @@
 """URLs: the API (v1), its schema and docs, Prometheus metrics, the admin."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
@@ -22,5 +23,5 @@ urlpatterns = [
         name="docs",
     ),
     path("metrics", metrics_view, name="metrics"),
-    path("admin/", admin.site.urls),
+    path(settings.ADMIN_PATH, admin.site.urls),
 ]

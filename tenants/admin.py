@@ -1,35 +1,225 @@
+"""The operators' admin for tenants and API keys, and the scoping every tenant-owned admin shares.
+
+A staff user bound to a tenant (``TenantStaff``) sees and acts on that tenant only: lists, pages by
+URL (another tenant's object is a 404), actions, autocomplete and exports all start from
+``get_queryset``, which is scoped. Superusers see every tenant and get a tenant filter. A staff user
+bound to no tenant sees nothing. Every action is written to the admin log.
+"""
+
 from typing import Any
 
-from django.contrib import admin
-from django.http import HttpRequest
+from django.conf import settings
+from django.contrib import admin, messages
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Model, QuerySet
+from django.forms import ModelChoiceField
+from django.http import Http404, HttpRequest
+from django.utils.html import format_html, format_html_join
 from rest_framework_api_key.admin import APIKeyModelAdmin
+from rest_framework_api_key.models import APIKey
 
 from tenants import services
 from tenants.models import Tenant, TenantApiKey, TenantStaff
 
 
+def staff_tenant(user: AbstractBaseUser) -> Tenant | None:
+    """The tenant a staff user is bound to (None for a superuser or an unbound user)."""
+    binding = getattr(user, "tenant_staff", None) if not user.is_superuser else None
+    return binding.tenant if binding is not None else None
+
+
+class TenantScopedAdmin(admin.ModelAdmin):
+    """Base of every admin over tenant-owned rows: scoped lists, pages, forms and actions."""
+
+    def scoped_queryset(self, tenant: Tenant) -> QuerySet:
+        return self.model.objects.for_tenant(tenant)
+
+    def every_tenant_queryset(self) -> QuerySet:
+        return self.model.unscoped.all()  # superusers: every tenant, narrowed by the tenant filter
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        if request.user.is_superuser:
+            queryset = self.every_tenant_queryset()
+        else:
+            tenant = staff_tenant(request.user)
+            queryset = self.scoped_queryset(tenant) if tenant is not None else self.every_tenant_queryset().none()
+        ordering = self.get_ordering(request)
+        return queryset.order_by(*ordering) if ordering else queryset
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Model:
+        # Another tenant's object is not there at all: a 404, not the stock redirect with a hint.
+        found = super().get_object(request, object_id, from_field)
+        if found is None:
+            raise Http404(f"No {self.opts.verbose_name} with this id.")
+        return found
+
+    def _bound(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser or staff_tenant(request.user) is not None
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self._bound(request) and super().has_module_permission(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self._bound(request) and super().has_view_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self._bound(request) and super().has_change_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self._bound(request) and super().has_add_permission(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self._bound(request) and super().has_delete_permission(request, obj)
+
+    def get_list_filter(self, request: HttpRequest) -> list:
+        filters = list(super().get_list_filter(request))
+        if request.user.is_superuser and "tenant" not in filters:
+            filters.insert(0, ("tenant", admin.RelatedOnlyFieldListFilter))
+        return filters
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list:
+        fields = list(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser and "tenant" not in fields and obj is not None:
+            fields.append("tenant")
+        return fields
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> ModelChoiceField:
+        if db_field.name == "tenant" and not request.user.is_superuser:
+            tenant = staff_tenant(request.user)
+            kwargs["queryset"] = Tenant.objects.filter(pk=tenant.pk if tenant else None)
+            kwargs["initial"] = tenant
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
+        if not change and not request.user.is_superuser:
+            obj.tenant = staff_tenant(request.user)
+        super().save_model(request, obj, form, change)
+
+    def log_action(self, request: HttpRequest, obj: Model, message: str) -> None:
+        """Record an admin action (not a form save) in the admin log, against the object."""
+        self.log_change(request, obj, message)
+
+
+# The library's own key model is unused here: every key belongs to a tenant (TenantApiKey).
+admin.site.unregister(APIKey)
+
+
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "active", "created_at")
+class TenantAdmin(TenantScopedAdmin):
+    list_display = ("slug", "name", "active", "api_key_count", "created_at")
+    list_filter = ("active",)
     search_fields = ("slug", "name")
+    readonly_fields = ("effective_settings", "created_at")
+    fields = ("slug", "name", "active", "settings", "effective_settings", "created_at")
+    actions = ("rebuild_cache",)
+
+    def scoped_queryset(self, tenant: Tenant) -> QuerySet:
+        return Tenant.objects.filter(pk=tenant.pk)
+
+    def every_tenant_queryset(self) -> QuerySet:
+        return Tenant.objects.all()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        return super().get_queryset(request).annotate(api_key_total=Count("api_keys"))
+
+    def get_list_filter(self, request: HttpRequest) -> list:
+        return list(self.list_filter)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list:
+        fields = list(self.readonly_fields)
+        if not request.user.is_superuser:
+            fields += ["slug", "active"]  # an operator tunes their tenant; only superusers rename or switch it off
+        return fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return request.user.is_superuser
+
+    @admin.display(description="API keys", ordering="api_key_total")
+    def api_key_count(self, tenant: Tenant) -> int:
+        return tenant.api_key_total
+
+    @admin.display(description="Settings in effect")
+    def effective_settings(self, tenant: Tenant) -> str:
+        rows = (
+            (name, tenant.setting(name), "override" if name in (tenant.settings or {}) else "default")
+            for name in settings.MEMORY_TENANT_OVERRIDABLE
+        )
+        return format_html(
+            '<table class="memory-settings"><thead><tr><th>Setting</th><th>Value</th><th></th></tr></thead>'
+            "<tbody>{}</tbody></table>",
+            format_html_join("", "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>", rows),
+        )
 
     def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         if change:
             services.auth_cache_forget(tenant=obj)  # deactivation and new settings apply at once
 
+    @admin.action(description="Rebuild the cache of every conversation (queued to the workers)")
+    def rebuild_cache(self, request: HttpRequest, queryset: QuerySet) -> None:
+        from conversations import services as conversation_services
+        from conversations.exceptions import ServiceUnavailable
+
+        for tenant in queryset:
+            try:
+                conversation_services.tenant_cache_rebuild_queue(tenant=tenant)
+            except ServiceUnavailable as error:
+                self.message_user(request, error.message, level=messages.ERROR)
+                return
+            self.log_action(request, tenant, "Queued a rebuild of the cache of every conversation")
+            self.message_user(request, f"Queued a cache rebuild of every conversation of {tenant.slug}.")
+
 
 @admin.register(TenantApiKey)
-class TenantApiKeyAdmin(APIKeyModelAdmin):
-    list_display = (*APIKeyModelAdmin.list_display, "tenant", "last_used_at")
-    list_filter = ("tenant", "revoked")
+class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
+    list_display = ("name", "prefix", "tenant", "created", "expiry_date", "_has_expired", "revoked", "last_used_at")
+    list_filter = ("revoked",)
+    search_fields = ("name", "prefix")
+    list_select_related = ("tenant",)
+    actions = ("revoke",)
+
+    def scoped_queryset(self, tenant: Tenant) -> QuerySet:
+        return TenantApiKey.objects.filter(tenant=tenant)
+
+    def every_tenant_queryset(self) -> QuerySet:
+        return TenantApiKey.objects.all()
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list:
+        fields = [*APIKeyModelAdmin.get_readonly_fields(self, request, obj), "last_used_at"]
+        if obj is not None:
+            fields.append("tenant")
+        return fields
 
     def save_model(self, request: HttpRequest, obj: TenantApiKey, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
+        if not change and not request.user.is_superuser:
+            obj.tenant = staff_tenant(request.user)
+        APIKeyModelAdmin.save_model(self, request, obj, form, change)  # shows the new key once
         if change:
             services.auth_cache_forget(tenant=obj.tenant)  # a revocation is refused on the next request
+
+    @admin.action(description="Revoke the selected API keys")
+    def revoke(self, request: HttpRequest, queryset: QuerySet) -> None:
+        revoked = 0
+        for api_key in queryset.filter(revoked=False).select_related("tenant"):
+            services.api_key_revoke(api_key=api_key)
+            self.log_action(request, api_key, "Revoked")
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} API keys; requests with them are refused from now on.")
 
 
 @admin.register(TenantStaff)
 class TenantStaffAdmin(admin.ModelAdmin):
+    """Who operates which tenant: superusers only."""
+
     list_display = ("user", "tenant")
+    list_filter = ("tenant",)
+    autocomplete_fields = ("user",)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return request.user.is_superuser
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return request.user.is_superuser

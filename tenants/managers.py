@@ -24,8 +24,9 @@ class TenantQuerySet(models.QuerySet):
         clone._tenant_id = tenant_id
         return clone.filter(tenant_id=tenant_id)
 
-    def _chain(self) -> "TenantQuerySet":
-        clone = super()._chain()
+    def _clone(self) -> "TenantQuerySet":
+        # Every copy goes through _clone (chained calls, and callers such as the admin that clone).
+        clone = super()._clone()
         clone._tenant_scoped = getattr(self, "_tenant_scoped", False)
         clone._tenant_id = getattr(self, "_tenant_id", None)
         return clone

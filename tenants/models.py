@@ -33,7 +33,10 @@ class Tenant(models.Model):
         return self.slug
 
     def clean(self) -> None:
-        validate_setting_overrides(self.settings)
+        try:
+            validate_setting_overrides(self.settings)
+        except ValidationError as error:
+            raise ValidationError({"settings": error.messages}) from error
 
     def setting(self, name: str) -> Any:
         """The tenant's value of a MEMORY_* setting: its override, or the deployment's default."""

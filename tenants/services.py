@@ -5,10 +5,12 @@ from datetime import datetime
 from typing import Any
 
 import structlog
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser, Group, Permission
 from django.core.cache import cache
 from django.db import transaction
 
-from tenants.models import Tenant, TenantApiKey, validate_setting_overrides
+from tenants.models import Tenant, TenantApiKey, TenantStaff, validate_setting_overrides
 
 logger = structlog.get_logger(__name__)
 
@@ -61,3 +63,43 @@ def auth_cache_forget(*, tenant: Tenant) -> None:
 def _forget(prefix: str) -> None:
     # Deliberately not swallowed: a revocation that cannot reach the cache must say so.
     cache.delete(auth_cache_key(prefix))
+
+
+# --- Operators (tenant staff in the admin) -------------------------------------------------------
+
+OPERATOR_GROUP = "Tenant operators"
+# What an operator of one tenant may do in the admin; the admin narrows every one of them to the
+# operator's tenant. Message history has no change permission: it is read-only for everyone.
+OPERATOR_PERMISSIONS = {
+    "tenants": ["view_tenant", "change_tenant", "view_tenantapikey", "add_tenantapikey", "change_tenantapikey"],
+    "conversations": [
+        "view_conversation",
+        "change_conversation",
+        "delete_conversation",
+        "view_message",
+        "view_deadletter",
+        "change_deadletter",
+    ],
+}
+
+
+def operator_group() -> Group:
+    """The group of tenant operators, with its permissions (created on first use)."""
+    group, _ = Group.objects.get_or_create(name=OPERATOR_GROUP)
+    wanted = Permission.objects.filter(
+        content_type__app_label__in=list(OPERATOR_PERMISSIONS),
+        codename__in=[codename for codenames in OPERATOR_PERMISSIONS.values() for codename in codenames],
+    )
+    group.permissions.add(*wanted)
+    return group
+
+
+@transaction.atomic
+def operator_create(*, tenant: Tenant, username: str, password: str | None = None, email: str = "") -> AbstractUser:
+    """A staff user bound to ``tenant``: sees and acts on that tenant only in the admin."""
+    user_model = get_user_model()
+    user = user_model.objects.create_user(username=username, email=email, password=password, is_staff=True)
+    user.groups.add(operator_group())
+    TenantStaff.objects.create(user=user, tenant=tenant)
+    logger.info("operator_created", tenant=tenant.slug, username=username)
+    return user

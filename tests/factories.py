@@ -1,8 +1,10 @@
 """factory_boy factories for the models tests need."""
 
 import factory
+from django.utils import timezone
 from faker import Faker
 
+from conversations.models import Conversation, Message
 from tenants.models import Tenant
 
 fake = Faker()
@@ -22,3 +24,25 @@ def message_payload(**overrides: object) -> dict:
     body = {"role": "user", "content": fake.paragraph(nb_sentences=3)}
     body.update(overrides)
     return body
+
+
+def conversation_with_messages(tenant: Tenant, conversation_id: str, count: int, **fields: object) -> Conversation:
+    """A persisted conversation of ``count`` messages alternating user and assistant, seqs 1..count."""
+
+    conversation = Conversation.objects.for_tenant(tenant).create(
+        tenant=tenant, conversation_id=conversation_id, message_count=count, last_seq=count, **fields
+    )
+    now = timezone.now()
+    Message.objects.for_tenant(tenant).bulk_create(
+        Message(
+            tenant=tenant,
+            conversation=conversation,
+            seq=seq,
+            role="user" if seq % 2 else "assistant",
+            content=f"message {seq}: {fake.sentence()}",
+            created_at=now,
+            token_count=10,
+        )
+        for seq in range(1, count + 1)
+    )
+    return conversation

@@ -23,17 +23,20 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "rest_framework",
     "rest_framework_api_key",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_structlog",
+    "axes",
     "tenants",
     "conversations",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -41,6 +44,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_structlog.middlewares.RequestMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryproject.urls"
@@ -75,6 +80,29 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+# gunicorn serves the collected static files itself (the admin and the API docs), compressed and
+# with far-future caching for the hashed names.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+# --- The operators' admin -------------------------------------------------------------------------
+# Where the admin lives (a path nobody guesses keeps scanners off the login page).
+ADMIN_PATH = env.str("DJANGO_ADMIN_PATH", default="admin/").strip("/") + "/"
+# Login lockout (django-axes): after AXES_FAILURE_LIMIT failures for one username from one address,
+# that pair is refused for AXES_COOLOFF_TIME; an operator lifts it early with `manage.py axes_reset`.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("DJANGO_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("DJANGO_LOGIN_LOCKOUT_HOURS", default=0.25)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "admin/lockout.html"
+AXES_VERBOSE = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Request bodies: the API's own limits (MEMORY_MAX_*) answer first with a precise message;

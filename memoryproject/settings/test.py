@@ -24,6 +24,14 @@ CELERY_TASK_QUEUES = (
     Queue(MEMORY_QUEUE, Exchange(MEMORY_QUEUE, type="direct", durable=True), routing_key=MEMORY_QUEUE, durable=True),
 )
 
+# Static files straight from the apps and ./static, without collectstatic.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="WARNING")
 LOGGING["root"]["level"] = LOG_LEVEL  # noqa: F405
