@@ -108,6 +108,7 @@ admin.site.unregister(APIKey)
 class TenantAdmin(TenantScopedAdmin):
     list_display = ("slug", "name", "active", "api_key_count", "created_at")
     list_filter = ("active",)
+    ordering = ("slug",)
     search_fields = ("slug", "name")
     readonly_fields = ("effective_settings", "created_at")
     fields = ("slug", "name", "active", "settings", "effective_settings", "created_at")
@@ -179,6 +180,7 @@ class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
     list_filter = ("revoked",)
     search_fields = ("name", "prefix")
     list_select_related = ("tenant",)
+    autocomplete_fields = ("tenant",)  # answered by TenantAdmin: an operator finds their own tenant only
     actions = ("revoke",)
 
     def scoped_queryset(self, tenant: Tenant) -> QuerySet:

@@ -120,6 +120,15 @@ def test_revoking_keys_refuses_them_at_once_and_only_for_this_tenant(operator_cl
     assert LogEntry.objects.filter(user=operator, object_id=str(mine.pk), change_message="Revoked").exists()
 
 
+def test_the_tenant_autocomplete_offers_an_operator_their_own_tenant_only(operator_client, tenant, other_tenant):
+    answer = operator_client.get(
+        "/admin/autocomplete/", {"app_label": "tenants", "model_name": "tenantapikey", "field_name": "tenant", "term": ""}
+    )
+
+    assert answer.status_code == 200
+    assert [result["text"] for result in answer.json()["results"]] == ["acme"]
+
+
 def test_the_key_list_shows_last_use_and_only_this_tenants_keys(operator_client, tenant, other_tenant):
     _, key = services.api_key_create(tenant=tenant, name="used")
     services.api_key_create(tenant=other_tenant, name="theirs")
