@@ -23,6 +23,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
@@ -38,6 +39,10 @@ def _log_many(request: HttpRequest, objects: list, message: str, flag: int = CHA
     """One admin log entry per object, written in one query."""
     if objects:
         LogEntry.objects.log_actions(user_id=request.user.pk, queryset=objects, action_flag=flag, change_message=message)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _badge(kind: str, text: str, title: str = "") -> str:
@@ -108,6 +113,11 @@ class ConversationAdmin(TenantScopedAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return ConversationChangeList
+
+    def get_list_display(self, request: HttpRequest) -> tuple:
+        if request.user.is_superuser:
+            return self.list_display
+        return tuple(column for column in self.list_display if column != "tenant")  # an operator has one tenant
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
         term = search_term.strip()
@@ -187,6 +197,10 @@ class ConversationAdmin(TenantScopedAdmin):
         return {
             "transcript": transcript,
             "page_numbers": _page_numbers(transcript.number, transcript.pages),
+            # Page links keep the list's filters, so "back to the list" still finds the search.
+            "keep_filters": "&" + urlencode({"_changelist_filters": request.GET["_changelist_filters"]})
+            if request.GET.get("_changelist_filters")
+            else "",
             "memory_json": json.dumps(memory, indent=2, ensure_ascii=False),
             "cache_state": cache_state,
             "can_erase": self.has_erase_permission(request, conversation),
@@ -238,8 +252,11 @@ class ConversationAdmin(TenantScopedAdmin):
         for conversation, count in rebuilt:
             self.log_action(request, conversation, f"Rebuilt the cache ({count} messages cached)")
         if rebuilt:
+            cached = sum(count for _, count in rebuilt)
             self.message_user(
-                request, f"Rebuilt the cache of {len(rebuilt)} conversations ({sum(c for _, c in rebuilt)} messages cached)."
+                request,
+                f"Rebuilt the cache of {_count(len(rebuilt), 'conversation')} ({cached} messages cached).",
+                messages.SUCCESS,
             )
         if failed:
             self.message_user(
@@ -262,7 +279,7 @@ class ConversationAdmin(TenantScopedAdmin):
             )
         verb = "Archived" if archived else "Unarchived"
         _log_many(request, changed, verb)
-        self.message_user(request, f"{verb} {len(changed)} conversations.")
+        self.message_user(request, f"{verb} {_count(len(changed), 'conversation')}.", messages.SUCCESS)
 
     @admin.action(description="Export the selected conversations as JSON", permissions=("view",))
     def export_json(self, request: HttpRequest, queryset: QuerySet) -> StreamingHttpResponse:
@@ -294,18 +311,22 @@ class ConversationAdmin(TenantScopedAdmin):
         return TemplateResponse(request, "admin/conversations/conversation/erase_confirmation.html", context)
 
     def _erase(self, request: HttpRequest, queryset: QuerySet) -> None:
-        conversations = list(queryset.select_related("tenant"))
-        _log_many(request, conversations, "Erased with its messages, cache keys and queued writes", flag=DELETION)
-        erased, messages_erased = 0, 0
-        for conversation in conversations:
+        erased, messages_erased = [], 0
+        for conversation in queryset.select_related("tenant"):
             try:
                 result = services.conversation_erase(tenant=conversation.tenant, conversation_id=conversation.conversation_id)
             except ServiceUnavailable as error:
                 self.message_user(request, f"{conversation.conversation_id}: {error.message}", level=messages.ERROR)
                 continue
-            erased += 1
+            erased.append(conversation)
             messages_erased += result.messages
-        self.message_user(request, f"Erased {erased} conversations and {messages_erased} messages.")
+        _log_many(request, erased, "Erased with its messages, cache keys and queued writes", flag=DELETION)
+        if erased:
+            self.message_user(
+                request,
+                f"Erased {_count(len(erased), 'conversation')} and {_count(messages_erased, 'message')}.",
+                messages.SUCCESS,
+            )
 
 
 def _cache_state_html(state: cache.CacheState, message_count: int) -> str:
@@ -386,7 +407,9 @@ class DeadLetterAdmin(TenantScopedAdmin):
                 break
             replayed.append(dead_letter)
         _log_many(request, replayed, "Replayed")
-        self.message_user(request, f"Replayed {len(replayed)} dead letters; the workers persist them now.")
+        self.message_user(
+            request, f"Replayed {_count(len(replayed), 'dead letter')}; the workers persist them now.", messages.SUCCESS
+        )
 
 
 admin.site.site_header = "Conversation memory"

@@ -59,7 +59,7 @@ class Conversation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant_id}:{self.conversation_id}"
+        return self.conversation_id
 
 
 # The words of a message for keyword search. The "simple" configuration neither stems nor drops stop

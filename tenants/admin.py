@@ -171,7 +171,7 @@ class TenantAdmin(TenantScopedAdmin):
                 self.message_user(request, error.message, level=messages.ERROR)
                 return
             self.log_action(request, tenant, "Queued a rebuild of the cache of every conversation")
-            self.message_user(request, f"Queued a cache rebuild of every conversation of {tenant.slug}.")
+            self.message_user(request, f"Queued a cache rebuild of every conversation of {tenant.slug}.", messages.SUCCESS)
 
 
 @admin.register(TenantApiKey)
@@ -209,7 +209,8 @@ class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
             services.api_key_revoke(api_key=api_key)
             self.log_action(request, api_key, "Revoked")
             revoked += 1
-        self.message_user(request, f"Revoked {revoked} API keys; requests with them are refused from now on.")
+        noun = "API key" if revoked == 1 else "API keys"
+        self.message_user(request, f"Revoked {revoked} {noun}; requests with them are refused from now on.", messages.SUCCESS)
 
 
 @admin.register(TenantStaff)

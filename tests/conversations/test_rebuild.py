@@ -735,6 +735,6 @@ def test_the_admin_action_rebuilds_the_selected_conversations_with_their_pending
     )
 
     assert answer.status_code == 200
-    assert "Rebuilt the cache of 1 conversations (4 messages cached)." in answer.content.decode()
+    assert "Rebuilt the cache of 1 conversation (4 messages cached)." in answer.content.decode()
     assert cached_list(tenant, "support") == [header(True), *three_conversations["support"], late]
     assert cached_list(tenant, "sales") is None

@@ -1,0 +1,305 @@
+"""The operators' admin in a real browser: headless Chromium driven by Selenium against the live server.
+
+An operator of tenant acme logs in through the login form, searches conversations by the words of a
+message, reads a transcript (every role, expandable metadata, pages of a long history), rebuilds a
+conversation's cache, and cannot reach globex's conversations at all. Screenshots of the list and of
+the transcript go to ``$SCREENSHOT_DIR`` (default ``var/screenshots`` under the repository root).
+"""
+
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conversations import cache
+from conversations.models import Conversation, Message
+from tenants import services as tenant_services
+from tests.factories import conversation_with_messages
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR") or REPO_ROOT / "var" / "screenshots")
+
+USERNAME = "acme-operator"
+PASSWORD = "correct horse battery staple"
+SEARCH_WORDS = "quokka marmalade"  # in one acme conversation and in globex's, nowhere else
+WAIT_SECONDS = 15
+
+CHANGELIST = "/admin/conversations/conversation/"
+
+
+# --- The browser ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[WebDriver]:
+    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
+    if missing:
+        pytest.skip(f"browser tests need Debian's chromium and chromium-driver; missing: {', '.join(missing)}")
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(CHROMIUM)
+        for argument in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1440,1000",
+            f"--user-data-dir={profile}",
+        ):
+            options.add_argument(argument)
+        browser = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+        try:
+            yield browser
+        finally:
+            browser.quit()
+
+
+@pytest.fixture
+def browser(driver: WebDriver, live_server: Any) -> WebDriver:
+    """The module's browser with no session left over from an earlier test."""
+    driver.get(live_server.url + "/admin/login/")
+    driver.delete_all_cookies()
+    return driver
+
+
+def wait(driver: WebDriver) -> WebDriverWait:
+    return WebDriverWait(driver, WAIT_SECONDS)
+
+
+def log_in(driver: WebDriver, live_server: Any, username: str = USERNAME, password: str = PASSWORD) -> None:
+    driver.get(live_server.url + "/admin/login/")
+    wait(driver).until(ec.presence_of_element_located((By.ID, "id_username"))).send_keys(username)
+    driver.find_element(By.ID, "id_password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+    wait(driver).until(ec.presence_of_element_located((By.ID, "user-tools")))
+
+
+def search(driver: WebDriver, live_server: Any, words: str) -> None:
+    driver.get(live_server.url + CHANGELIST)
+    box = wait(driver).until(ec.presence_of_element_located((By.ID, "searchbar")))
+    box.clear()
+    box.send_keys(words, Keys.ENTER)
+    wait(driver).until(lambda d: "q=" in d.current_url and d.find_elements(By.ID, "result_list"))
+
+
+def result_ids(driver: WebDriver) -> list[str]:
+    return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#result_list tbody th.field-conversation_id")]
+
+
+def screenshot(driver: WebDriver, name: str, *, full_page: bool = True) -> Path:
+    """The page (the whole of it, or only the window), saved under SCREENSHOT_DIR."""
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    target = SCREENSHOT_DIR / name
+    if not full_page:
+        assert driver.save_screenshot(str(target))
+        return target
+    size = driver.get_window_size()
+    page_height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(size["width"], min(max(size["height"], page_height + 140), 6000))
+    try:
+        assert driver.save_screenshot(str(target))
+    finally:
+        driver.set_window_size(size["width"], size["height"])
+    return target
+
+
+# --- The data ---------------------------------------------------------------------------------------
+
+
+def conversation_with_transcript(
+    tenant: Any, conversation_id: str, rows: list[tuple[str, str, dict[str, Any]]], **fields: Any
+) -> Conversation:
+    """A persisted conversation whose messages are ``(role, content, metadata)``, seqs 1..len(rows)."""
+    conversation = Conversation.objects.for_tenant(tenant).create(
+        tenant=tenant, conversation_id=conversation_id, message_count=len(rows), last_seq=len(rows), **fields
+    )
+    now = timezone.now()
+    Message.objects.for_tenant(tenant).bulk_create(
+        (
+            Message(
+                tenant=tenant,
+                conversation=conversation,
+                seq=seq,
+                role=role,
+                content=content,
+                metadata=metadata,
+                created_at=now,
+                token_count=len(content.split()),
+            )
+            for seq, (role, content, metadata) in enumerate(rows, start=1)
+        ),
+        batch_size=2000,
+    )
+    return conversation
+
+
+@dataclass(frozen=True)
+class Tenants:
+    needle: Conversation  # the one acme conversation whose messages hold SEARCH_WORDS
+    acme_others: list[Conversation]
+    globex: list[Conversation]
+
+
+NEEDLE_ROWS = [
+    ("system", "You are the support agent of the Acme shop. Be brief.", {}),
+    ("user", "My quokka marmalade order never arrived.", {"channel": "web"}),
+    ("assistant", "Sorry about that. Let me look the order up.", {}),
+    ("tool", '{"order": "A-1001", "status": "lost in transit"}', {"tool_call_id": "call_order_7", "name": "order_lookup"}),
+    ("assistant", "The parcel was lost in transit; a new one ships today.", {"model": "support-v2"}),
+]
+
+
+@pytest.fixture
+def operator(transactional_db: Any, tenant: Any) -> Any:
+    return tenant_services.operator_create(tenant=tenant, username=USERNAME, password=PASSWORD)
+
+
+@pytest.fixture
+def conversations(transactional_db: Any, tenant: Any, other_tenant: Any) -> Tenants:
+    needle = conversation_with_transcript(tenant, "support-7731", NEEDLE_ROWS, user_id="customer-100", agent_id="support")
+    acme_others = [conversation_with_messages(tenant, f"support-20{n:02d}", 4, user_id=f"customer-{n}") for n in range(3)]
+    globex = [
+        conversation_with_transcript(
+            other_tenant,
+            f"globex-ticket-{n}",
+            [("user", f"Globex wants quokka marmalade too (ticket {n}).", {}), ("assistant", "Noted.", {})],
+        )
+        for n in (41, 42)
+    ]
+    return Tenants(needle=needle, acme_others=acme_others, globex=globex)
+
+
+# --- The scenarios ----------------------------------------------------------------------------------
+
+
+def test_an_operator_finds_the_one_conversation_whose_messages_hold_the_words_and_never_sees_globex(
+    browser: WebDriver, live_server: Any, operator: Any, conversations: Tenants
+) -> None:
+    log_in(browser, live_server)
+
+    search(browser, live_server, SEARCH_WORDS)
+
+    assert result_ids(browser) == [conversations.needle.conversation_id]
+    source = browser.page_source
+    for other in conversations.globex:
+        assert other.conversation_id not in source
+    for other in conversations.acme_others:
+        assert other.conversation_id not in source
+    screenshot(browser, "conversation-list.png")
+
+
+def test_an_operator_opens_the_conversation_and_reads_every_role_with_expandable_metadata(
+    browser: WebDriver, live_server: Any, operator: Any, conversations: Tenants
+) -> None:
+    log_in(browser, live_server)
+    search(browser, live_server, SEARCH_WORDS)
+
+    browser.find_element(By.CSS_SELECTOR, "#result_list tbody th.field-conversation_id a").click()
+
+    chat = wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".memory-chat")))
+    assert f"/{conversations.needle.pk}/change/" in browser.current_url
+    shown = chat.find_elements(By.CSS_SELECTOR, ".memory-message")
+    assert [message.get_attribute("data-role") for message in shown] == [role for role, _, _ in NEEDLE_ROWS]
+    assert all(message.is_displayed() for message in shown)
+    for role in ("user", "assistant", "system", "tool"):
+        assert chat.find_elements(By.CSS_SELECTOR, f".memory-message.memory-message--{role}")
+    assert "quokka marmalade" in chat.find_element(By.CSS_SELECTOR, ".memory-message--user .memory-message__body").text
+    assert "A-1001" in chat.find_element(By.CSS_SELECTOR, ".memory-message--tool .memory-message__body").text
+
+    tool = chat.find_element(By.CSS_SELECTOR, ".memory-message--tool")
+    details = tool.find_element(By.CSS_SELECTOR, "details.memory-message__details")
+    metadata = details.find_element(By.CSS_SELECTOR, "pre.memory-json")
+    assert details.get_attribute("open") is None
+    assert not metadata.is_displayed()
+    details.find_element(By.TAG_NAME, "summary").click()
+    wait(browser).until(ec.visibility_of(metadata))
+    assert details.get_attribute("open") is not None
+    assert '"tool_call_id": "call_order_7"' in metadata.text
+    assert '"name": "order_lookup"' in metadata.text
+    screenshot(browser, "conversation-transcript.png")
+
+
+def test_a_ten_thousand_message_conversation_opens_on_its_newest_page_and_page_one_shows_seq_one(
+    browser: WebDriver, live_server: Any, operator: Any, tenant: Any
+) -> None:
+    rows = [("user" if seq % 2 else "assistant", f"message {seq} of a long conversation", {}) for seq in range(1, 10_001)]
+    long = conversation_with_transcript(tenant, "long-10000", rows)
+    log_in(browser, live_server)
+
+    browser.get(f"{live_server.url}{CHANGELIST}{long.pk}/change/")
+
+    wait(browser).until(ec.presence_of_element_located((By.ID, "seq-10000")))
+    seqs = [int(m.get_attribute("id").removeprefix("seq-")) for m in browser.find_elements(By.CSS_SELECTOR, ".memory-message")]
+    assert seqs == list(range(9_901, 10_001))
+    pages = browser.find_element(By.CSS_SELECTOR, ".memory-pages")
+    assert pages.is_displayed()
+    assert pages.find_element(By.CSS_SELECTOR, ".is-current").text == "100"
+    screenshot(browser, "conversation-transcript-long.png", full_page=False)
+
+    pages.find_element(By.CSS_SELECTOR, 'a[href="?page=1#transcript"]').click()
+
+    first = wait(browser).until(ec.presence_of_element_located((By.ID, "seq-1")))
+    assert "message 1 of a long conversation" in first.text
+    seqs = [int(m.get_attribute("id").removeprefix("seq-")) for m in browser.find_elements(By.CSS_SELECTOR, ".memory-message")]
+    assert seqs == list(range(1, 101))
+    assert browser.find_element(By.CSS_SELECTOR, ".memory-pages .is-current").text == "1"
+
+
+def test_an_operator_rebuilds_the_cache_and_the_redis_list_exists_afterwards(
+    browser: WebDriver, live_server: Any, operator: Any, conversations: Tenants
+) -> None:
+    needle = conversations.needle
+    pair = ("acme", needle.conversation_id)
+    assert not cache.states(conversations=[pair])[pair].cached
+    log_in(browser, live_server)
+    browser.get(f"{live_server.url}{CHANGELIST}{needle.pk}/change/")
+    button = wait(browser).until(ec.element_to_be_clickable((By.ID, "rebuild-cache")))
+
+    button.click()
+
+    wait(browser).until(ec.staleness_of(button))
+    success = wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".messagelist .success")))
+    assert "Rebuilt the cache of 1 conversation (5 messages cached)" in success.text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".messagelist .error, .messagelist .warning")
+    assert f"/{needle.pk}/change/" in browser.current_url
+    state = cache.states(conversations=[pair])[pair]
+    assert state.cached
+    assert state.length == len(NEEDLE_ROWS)
+    assert "cached" in browser.find_element(By.ID, "cache-state").text
+    screenshot(browser, "conversation-rebuilt.png")
+
+
+def test_an_operator_who_types_the_url_of_a_globex_conversation_gets_a_404(
+    browser: WebDriver, live_server: Any, operator: Any, conversations: Tenants
+) -> None:
+    foreign = conversations.globex[0]
+    log_in(browser, live_server)
+
+    browser.get(f"{live_server.url}{CHANGELIST}{foreign.pk}/change/")
+
+    heading = wait(browser).until(ec.presence_of_element_located((By.TAG_NAME, "h1")))
+    assert "Not Found" in browser.title or "404" in browser.title
+    assert "Not Found" in heading.text or "404" in heading.text
+    source = browser.page_source
+    for other in conversations.globex:
+        assert other.conversation_id not in source
+    assert "globex" not in source.lower()
