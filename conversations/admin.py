@@ -17,7 +17,7 @@ from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -30,9 +30,10 @@ from django.utils.timesince import timesince
 from conversations import cache, selectors, services
 from conversations.exceptions import ServiceUnavailable
 from conversations.models import Conversation, DeadLetter, Message
-from tenants.admin import TenantScopedAdmin
+from tenants.admin import TenantScopedAdmin, staff_tenant
 
 TRANSCRIPT_PAGE_SIZE = 100
+SEARCH_LIMIT = 1000  # conversations per kind of match in one admin search
 
 
 def _log_many(request: HttpRequest, objects: list, message: str, flag: int = CHANGE) -> None:
@@ -59,6 +60,9 @@ def _duration(seconds: int) -> str:
 
 class ConversationChangeList(ChangeList):
     """Reads the cache state of the whole page from Redis in one round trip, not one per row."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
+        return super().get_queryset(request, exclude_parameters).defer("memory", "metadata")  # not shown in the list
 
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
@@ -89,7 +93,7 @@ class ConversationAdmin(TenantScopedAdmin):
     show_full_result_count = False  # one count per page view, not two, on 100,000 conversations
     ordering = ("-updated_at",)
     search_fields = ("conversation_id",)
-    search_help_text = "A conversation id (or part of it), a user or agent id, a message id, or words from a message."
+    search_help_text = "The beginning of a conversation id, a user or agent id, a message id, or words from a message."
     fieldsets = (
         (None, {"fields": ("tenant", "conversation_id", "user_id", "agent_id", "archived")}),
         ("Metadata", {"fields": ("metadata",), "classes": ("collapse",)}),
@@ -120,17 +124,41 @@ class ConversationAdmin(TenantScopedAdmin):
         return tuple(column for column in self.list_display if column != "tenant")  # an operator has one tenant
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
+        """Each kind of match runs on its own index; their conversations are then listed together.
+
+        One OR over the conversation row would read every conversation of the tenant. A search that
+        matches more than ``SEARCH_LIMIT`` conversations per kind shows that many and says so.
+        """
         term = search_term.strip()
         if not term:
             return queryset, False
-        # The subqueries are tied to the (already scoped) conversation row by its primary key.
-        words = selectors.messages_matching(Message.unscoped.filter(conversation=OuterRef("pk")), words=term)
-        match = Q(conversation_id__icontains=term) | Q(user_id=term) | Q(agent_id=term) | Q(Exists(words))
+        unordered = queryset.order_by()
+        branches = [
+            unordered.filter(conversation_id__startswith=term).values_list("pk", flat=True),
+            unordered.filter(user_id=term).values_list("pk", flat=True),
+            unordered.filter(agent_id=term).values_list("pk", flat=True),
+            selectors.messages_matching(self._messages(request), words=term).values_list("conversation_id", flat=True),
+        ]
         try:
-            match |= Q(Exists(Message.unscoped.filter(conversation=OuterRef("pk"), message_id=uuid.UUID(term))))
+            branches.append(self._messages(request).filter(message_id=uuid.UUID(term)).values_list("conversation_id", flat=True))
         except ValueError:
             pass  # not a message id
-        return queryset.filter(match), False
+        found: set[int] = set()
+        for branch in branches:
+            hits = list(branch.distinct()[: SEARCH_LIMIT + 1])
+            if len(hits) > SEARCH_LIMIT:
+                messages.warning(
+                    request, f"More than {SEARCH_LIMIT} conversations match {term!r}; showing some. Narrow the search."
+                )
+                hits = hits[:SEARCH_LIMIT]
+            found.update(hits)
+        return queryset.filter(pk__in=found), False
+
+    def _messages(self, request: HttpRequest) -> QuerySet:
+        tenant = None if request.user.is_superuser else staff_tenant(request.user)
+        if tenant is not None:
+            return Message.objects.for_tenant(tenant)
+        return Message.unscoped.all()  # superusers search every tenant; the result is filtered by the scoped list
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # conversations begin with an agent's first write

@@ -54,8 +54,13 @@ class Conversation(models.Model):
         indexes = [
             models.Index(fields=["tenant", "user_id", "-updated_at"], name="conversation_user_recent"),
             models.Index(fields=["tenant", "agent_id", "-updated_at"], name="conversation_agent_recent"),
-            models.Index(fields=["tenant", "-updated_at"], name="conversation_tenant_recent"),
-            models.Index(fields=["-updated_at"], name="conversation_recent"),  # superusers' list, every tenant
+            # The admin's list, newest activity first, pk as the tie-breaker it adds.
+            models.Index(fields=["tenant", "-updated_at", "-id"], name="conversation_tenant_recent"),
+            models.Index(fields=["-updated_at", "-id"], name="conversation_recent"),  # superusers: every tenant
+            # The admin's search by the beginning of a conversation id (LIKE 'abc%' in any collation).
+            models.Index(
+                fields=["tenant", "conversation_id"], name="conversation_id_prefix", opclasses=["int8_ops", "varchar_pattern_ops"]
+            ),
         ]
 
     def __str__(self) -> str:

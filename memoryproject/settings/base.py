@@ -118,6 +118,9 @@ def database_settings(url: str) -> dict:
     database.setdefault("OPTIONS", {})
     # Fail fast when PostgreSQL is unreachable: writes are still accepted (DESIGN.md 5.6).
     database["OPTIONS"].setdefault("connect_timeout", env.int("MEMORY_DB_CONNECT_TIMEOUT", default=2))
+    # Short indexed queries only: JIT compilation costs more than it saves (a misestimated admin
+    # search spent 245 ms of 595 ms compiling).
+    database["OPTIONS"].setdefault("options", "-c jit=off")
     return database
 
 
