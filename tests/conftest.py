@@ -79,6 +79,18 @@ def other_api(other_tenant: Any) -> APIClient:
     return client_for(other_tenant)
 
 
+@pytest.fixture
+def operator(tenant: Any) -> Any:
+    """A staff user of acme in the admin (sees and acts on acme only)."""
+    return tenant_services.operator_create(tenant=tenant, username="ada", password="a-long-password-1")
+
+
+@pytest.fixture
+def operator_client(client: Any, operator: Any) -> Any:
+    client.force_login(operator)
+    return client
+
+
 # --- A real Celery worker ------------------------------------------------------------------------
 
 _workers: dict[str, CeleryWorker] = {}

@@ -36,17 +36,6 @@ def run_action(client: Any, action: str, conversations: list[Conversation], **ex
 
 
 @pytest.fixture
-def operator(tenant: Any) -> Any:
-    return tenant_services.operator_create(tenant=tenant, username="ada", password="a-long-password-1")
-
-
-@pytest.fixture
-def operator_client(client: Any, operator: Any) -> Any:
-    client.force_login(operator)
-    return client
-
-
-@pytest.fixture
 def superuser_client(client: Any, db: Any) -> Any:
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "a-long-password-2"))
     return client

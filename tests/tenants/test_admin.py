@@ -2,9 +2,7 @@
 
 import importlib
 import re
-from typing import Any
 
-import pytest
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.urls import clear_url_caches
@@ -18,17 +16,6 @@ from tests.faults import wait_until
 
 TENANTS = "/admin/tenants/tenant/"
 KEYS = "/admin/tenants/tenantapikey/"
-
-
-@pytest.fixture
-def operator(tenant: Any) -> Any:
-    return services.operator_create(tenant=tenant, username="ada", password="a-long-password-1")
-
-
-@pytest.fixture
-def operator_client(client: Any, operator: Any) -> Any:
-    client.force_login(operator)
-    return client
 
 
 def api_status(key: str) -> int:
