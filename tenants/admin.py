@@ -196,9 +196,7 @@ class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
         return fields
 
     def save_model(self, request: HttpRequest, obj: TenantApiKey, form: Any, change: bool) -> None:
-        if not change and not request.user.is_superuser:
-            obj.tenant = staff_tenant(request.user)
-        APIKeyModelAdmin.save_model(self, request, obj, form, change)  # shows the new key once
+        super().save_model(request, obj, form, change)  # the operator's tenant, then the key shown once
         if change:
             services.auth_cache_forget(tenant=obj.tenant)  # a revocation is refused on the next request
 

@@ -26,23 +26,36 @@ def message_payload(**overrides: object) -> dict:
     return body
 
 
-def conversation_with_messages(tenant: Tenant, conversation_id: str, count: int, **fields: object) -> Conversation:
-    """A persisted conversation of ``count`` messages alternating user and assistant, seqs 1..count."""
-
+def conversation_with_messages(
+    tenant: Tenant,
+    conversation_id: str,
+    count: int = 0,
+    *,
+    rows: list[tuple[str, str, dict]] | None = None,
+    **fields: object,
+) -> Conversation:
+    """A persisted conversation with seqs 1..n: ``rows`` of (role, content, metadata), or ``count``
+    messages alternating user and assistant."""
+    if rows is None:
+        rows = [("user" if seq % 2 else "assistant", f"message {seq}: {fake.sentence()}", {}) for seq in range(1, count + 1)]
     conversation = Conversation.objects.for_tenant(tenant).create(
-        tenant=tenant, conversation_id=conversation_id, message_count=count, last_seq=count, **fields
+        tenant=tenant, conversation_id=conversation_id, message_count=len(rows), last_seq=len(rows), **fields
     )
     now = timezone.now()
     Message.objects.for_tenant(tenant).bulk_create(
-        Message(
-            tenant=tenant,
-            conversation=conversation,
-            seq=seq,
-            role="user" if seq % 2 else "assistant",
-            content=f"message {seq}: {fake.sentence()}",
-            created_at=now,
-            token_count=10,
-        )
-        for seq in range(1, count + 1)
+        (
+            Message(
+                tenant=tenant,
+                conversation=conversation,
+                seq=seq,
+                role=role,
+                content=content,
+                metadata=metadata,
+                created_at=now,
+                token_count=len(content.split()),
+            )
+            for seq, (role, content, metadata) in enumerate(rows, start=1)
+        ),
+        batch_size=2000,
     )
     return conversation

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.utils import timezone
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -24,7 +23,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from conversations import cache
-from conversations.models import Conversation, Message
+from conversations.models import Conversation
 from tenants import services as tenant_services
 from tests.factories import conversation_with_messages
 
@@ -125,33 +124,6 @@ def screenshot(driver: WebDriver, name: str, *, full_page: bool = True) -> Path:
 # --- The data ---------------------------------------------------------------------------------------
 
 
-def conversation_with_transcript(
-    tenant: Any, conversation_id: str, rows: list[tuple[str, str, dict[str, Any]]], **fields: Any
-) -> Conversation:
-    """A persisted conversation whose messages are ``(role, content, metadata)``, seqs 1..len(rows)."""
-    conversation = Conversation.objects.for_tenant(tenant).create(
-        tenant=tenant, conversation_id=conversation_id, message_count=len(rows), last_seq=len(rows), **fields
-    )
-    now = timezone.now()
-    Message.objects.for_tenant(tenant).bulk_create(
-        (
-            Message(
-                tenant=tenant,
-                conversation=conversation,
-                seq=seq,
-                role=role,
-                content=content,
-                metadata=metadata,
-                created_at=now,
-                token_count=len(content.split()),
-            )
-            for seq, (role, content, metadata) in enumerate(rows, start=1)
-        ),
-        batch_size=2000,
-    )
-    return conversation
-
-
 @dataclass(frozen=True)
 class Tenants:
     needle: Conversation  # the one acme conversation whose messages hold SEARCH_WORDS
@@ -175,13 +147,13 @@ def operator(transactional_db: Any, tenant: Any) -> Any:
 
 @pytest.fixture
 def conversations(transactional_db: Any, tenant: Any, other_tenant: Any) -> Tenants:
-    needle = conversation_with_transcript(tenant, "support-7731", NEEDLE_ROWS, user_id="customer-100", agent_id="support")
+    needle = conversation_with_messages(tenant, "support-7731", rows=NEEDLE_ROWS, user_id="customer-100", agent_id="support")
     acme_others = [conversation_with_messages(tenant, f"support-20{n:02d}", 4, user_id=f"customer-{n}") for n in range(3)]
     globex = [
-        conversation_with_transcript(
+        conversation_with_messages(
             other_tenant,
             f"globex-ticket-{n}",
-            [("user", f"Globex wants quokka marmalade too (ticket {n}).", {}), ("assistant", "Noted.", {})],
+            rows=[("user", f"Globex wants quokka marmalade too (ticket {n}).", {}), ("assistant", "Noted.", {})],
         )
         for n in (41, 42)
     ]
@@ -242,7 +214,7 @@ def test_a_ten_thousand_message_conversation_opens_on_its_newest_page_and_page_o
     browser: WebDriver, live_server: Any, operator: Any, tenant: Any
 ) -> None:
     rows = [("user" if seq % 2 else "assistant", f"message {seq} of a long conversation", {}) for seq in range(1, 10_001)]
-    long = conversation_with_transcript(tenant, "long-10000", rows)
+    long = conversation_with_messages(tenant, "long-10000", rows=rows)
     log_in(browser, live_server)
 
     browser.get(f"{live_server.url}{CHANGELIST}{long.pk}/change/")
