@@ -9,6 +9,7 @@ Keys, all built by :func:`key`:
 * ``<tenant>:<conv>:pending``       hash id -> JSON of writes acknowledged but not yet persisted
 * ``<tenant>:<conv>:lock``          the append lock (one appender per conversation at a time)
 * ``<tenant>:<conv>:rebuild``       the rebuild lock (one rebuild per conversation at a time)
+* ``<tenant>:<conv>:context:<hash>`` a built context (seed 001), valid only at the version it was built at
 
 The messages list always starts with a header element ``{"seq":0,"complete":...}``: the list
 exists exactly when the conversation is cached (an empty conversation is a header alone), and
@@ -20,6 +21,7 @@ Every multi-step change is one Lua script. All calls here use the strict client:
 raises :class:`CacheUnavailable`, and the caller decides on purpose what degraded mode to take.
 """
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -268,6 +270,21 @@ return 1
 """
 )
 
+# Clear a conversation's messages (list, pending writes, the given message and context keys), keep
+# its seq clock and memory document, bump the version and release the append lock.
+# KEYS: state, messages, pending, lock, other keys...   ARGV: token, pending_ttl
+CLEAR_MESSAGES = (
+    _BUMP
+    + """
+local removed = redis.call('DEL', KEYS[2], KEYS[3])
+for i = 5, #KEYS do removed = removed + redis.call('DEL', KEYS[i]) end
+bump(KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
+return removed
+"""
+)
+
 # Set the memory document only if its revision is not older than the cached one.
 SET_MEMORY = """
 local current = tonumber(redis.call('HGET', KEYS[2], 'memory_rev') or '0')
@@ -279,12 +296,46 @@ return 1
 """
 
 
+# A built context, served only while the conversation is at the version it was built from: any
+# change (an append, a rebuild, an erase) bumps the version, so a stale context is never served.
+# KEYS: state, context   ARGV: none. Returns {current version, the context JSON or false}.
+CONTEXT_GET = """
+local version = redis.call('HGET', KEYS[1], 'version') or '0'
+local stored = redis.call('GET', KEYS[2])
+if stored and string.sub(stored, 1, #version + 1) == version .. '|' then
+  return {version, string.sub(stored, #version + 2)}
+end
+return {version, false}
+"""
+
+# Keep a built context only if the conversation is still at the version it was built from.
+# KEYS: state, context   ARGV: version, context JSON, ttl
+CONTEXT_SET = """
+if (redis.call('HGET', KEYS[1], 'version') or '0') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[1] .. '|' .. ARGV[2], 'EX', ARGV[3])
+return 1
+"""
+
+
 class _Scripts:
     """Scripts registered once per client; redis-py falls back to EVAL after a Redis restart."""
 
     def __init__(self, client: redis.Redis) -> None:
         self.client = client
-        for name in ("RESERVE", "MERGE", "RELEASE", "SNAPSHOT", "INSTALL", "WINDOW", "INVALIDATE", "REMOVE", "SET_MEMORY"):
+        for name in (
+            "RESERVE",
+            "MERGE",
+            "RELEASE",
+            "SNAPSHOT",
+            "INSTALL",
+            "WINDOW",
+            "INVALIDATE",
+            "REMOVE",
+            "SET_MEMORY",
+            "CONTEXT_GET",
+            "CONTEXT_SET",
+            "CLEAR_MESSAGES",
+        ):
             setattr(self, name.lower(), client.register_script(globals()[name]))
 
 
@@ -490,6 +541,44 @@ def set_memory(*, tenant_slug: str, conversation_id: str, document: dict[str, An
     )
 
 
+def context_key(tenant_slug: str, conversation_id: str, parameters: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(parameters, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+    return key(tenant_slug, conversation_id, f"context:{digest}")
+
+
+@dataclass(frozen=True)
+class CachedContext:
+    version: str  # the conversation's version now: a context built from here on is stored under it
+    context: dict[str, Any] | None
+
+
+def get_context(*, tenant_slug: str, conversation_id: str, parameters: dict[str, Any]) -> CachedContext:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    version, stored = _call(
+        "context_get",
+        tenant_slug,
+        _scripts().context_get,
+        keys=[keys.state, context_key(tenant_slug, conversation_id, parameters)],
+        args=[],
+    )
+    return CachedContext(version=_text(version), context=json.loads(stored) if stored else None)
+
+
+def set_context(
+    *, tenant_slug: str, conversation_id: str, parameters: dict[str, Any], version: str, context: dict[str, Any], ttl: int
+) -> bool:
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    return bool(
+        _call(
+            "context_set",
+            tenant_slug,
+            _scripts().context_set,
+            keys=[keys.state, context_key(tenant_slug, conversation_id, parameters)],
+            args=[version, json.dumps(context, separators=(",", ":"), ensure_ascii=False), ttl],
+        )
+    )
+
+
 def erase(*, tenant_slug: str, conversation_id: str) -> int:
     """Delete every key of a conversation (SCAN over its prefix; ids never hold glob characters)."""
     connection = client()
@@ -508,6 +597,23 @@ def erase(*, tenant_slug: str, conversation_id: str) -> int:
         return count
 
     return _call("erase", tenant_slug, scan_and_delete)
+
+
+def clear_messages(*, tenant_slug: str, conversation_id: str, token: str) -> int:
+    """Drop every cached message of a conversation (SCAN for its message and context keys), keep its
+    memory document and seq clock, and release the append lock held with ``token``."""
+    connection = client()
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+
+    def scan_and_clear() -> int:
+        found: list[bytes] = []
+        for suffix in ("message:*", "context:*"):
+            found.extend(connection.scan_iter(match=key(tenant_slug, conversation_id, suffix), count=500))
+        return _scripts().clear_messages(
+            keys=[keys.state, keys.messages, keys.pending, keys.lock, *found], args=[token, settings.MEMORY_PENDING_TTL]
+        )
+
+    return _call("clear_messages", tenant_slug, scan_and_clear)
 
 
 @dataclass(frozen=True)

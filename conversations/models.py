@@ -112,11 +112,14 @@ class Message(models.Model):
 
 
 class Tombstone(models.Model):
-    """An erased conversation: persist tasks still queued for it with an older seq are dropped."""
+    """An erased conversation, or its cleared messages: persist tasks still queued for it with an
+    older seq (or memory revision) are dropped."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     conversation_id = models.CharField(max_length=200)
     erased_before_seq = models.BigIntegerField()
+    # Memory saves older than this are dropped too (0: the messages were cleared, the memory kept).
+    memory_erased_before = models.BigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = TenantManager()

@@ -19,9 +19,9 @@ from django.contrib.postgres.search import SearchQuery
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 
-from conversations import cache, metrics, services
+from conversations import cache, context, metrics, services
 from conversations.exceptions import NotFound, ServiceUnavailable
-from conversations.models import CONTENT_WORDS, Conversation, Message
+from conversations.models import CONTENT_WORDS, CacheRepair, Conversation, Message
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -145,6 +145,137 @@ def _database_unavailable() -> ServiceUnavailable:
     )
 
 
+# --- What the LLM is sent: seed 004's window and seed 001's context ------------------------------
+
+
+def conversation_llm_window(*, tenant: Tenant, conversation_id: str, limit: int, format: str) -> Window:
+    """Seed 004 ``get_window_for_llm``: the newest ``limit`` messages in an LLM format, starting at a
+    turn (never with a tool result or an answer whose question was cut off)."""
+    window = conversation_window(tenant=tenant, conversation_id=conversation_id, query=WindowQuery(limit=limit))
+    messages = window.messages
+    if len(messages) == limit:  # the window may begin inside a turn
+        messages = context.from_turn_start(messages)
+    return Window(messages=[context.render_message(message, format) for message in messages], source=window.source)
+
+
+def conversation_context(
+    *, tenant: Tenant, conversation_id: str, request: context.ContextRequest, checkpoint_namespace: str | None = None
+) -> dict[str, Any]:
+    """Seed 001 ``build_agent_context``: the messages to send and what they were built from, and with
+    ``checkpoint_namespace`` the agent's latest checkpoint there (seed 004's ingest merges it).
+
+    Served from the context cache while the conversation has not changed since it was built (its
+    version guards the entry); otherwise built from the window and cached. The checkpoint is read
+    fresh every time.
+    """
+    answer = _context(tenant=tenant, conversation_id=conversation_id, request=request)
+    if checkpoint_namespace is not None:
+        from checkpoints.selectors import checkpoint_latest
+
+        try:
+            answer["checkpoint"] = checkpoint_latest(
+                tenant=tenant, conversation_id=conversation_id, namespace=checkpoint_namespace
+            )
+        except NotFound:
+            answer["checkpoint"] = None
+    return answer
+
+
+def _context(*, tenant: Tenant, conversation_id: str, request: context.ContextRequest) -> dict[str, Any]:
+    parameters = {"conversation_id": conversation_id, **request.__dict__}
+    version = None
+    try:
+        cached = cache.get_context(tenant_slug=tenant.slug, conversation_id=conversation_id, parameters=parameters)
+        metrics.track_cache(tenant=tenant.slug, data_type="context", hit=cached.context is not None)
+        if cached.context is not None:
+            logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
+            return cached.context | {"cached": True}
+        version = cached.version
+    except cache.CacheUnavailable:
+        metrics.track_cache(tenant=tenant.slug, data_type="context", hit=None)
+    turns_wanted = request.short_term_turns + request.long_term_turns
+    history, older_turns, source = _context_history(tenant=tenant, conversation_id=conversation_id, turns_wanted=turns_wanted)
+    if request.query is not None and history and history[-1]["role"] == "user" and history[-1]["content"] == request.query:
+        history = history[:-1]  # the current message, stored before asking: sent once, as the query
+    built = context.build(history=history, request=request, older_turns=older_turns)
+    total_turns = older_turns + len(context.split_turns(history)[1])
+    answer = {
+        "conversation_id": conversation_id,
+        "format": request.format,
+        "messages": built.messages,
+        "session_summary": built.session_summary,
+        "compressed": built.compressed,
+        "total_turns": total_turns,
+        "turns_in_full": built.turns_in_full,
+        "summarized_turns": built.summarized_turns,
+        "estimated_tokens": built.estimated_tokens,
+        "content_tokens": built.content_tokens,
+        "max_tokens": request.max_tokens,
+        "tokens_remaining": request.max_tokens - built.estimated_tokens,
+        "entities": built.entities,
+        "source": source,
+    }
+    logger.info(
+        "context_compressed" if built.compressed else "context_loaded",
+        tenant=tenant.slug,
+        conversation_id=conversation_id,
+        source=source,
+        total_turns=total_turns,
+        turns_in_full=built.turns_in_full,
+        summarized_turns=built.summarized_turns,
+        estimated_tokens=built.estimated_tokens,
+        max_tokens=request.max_tokens,
+    )
+    if version is not None:
+        try:
+            cache.set_context(
+                tenant_slug=tenant.slug,
+                conversation_id=conversation_id,
+                parameters=parameters,
+                version=version,
+                context=answer,
+                ttl=tenant.setting("MEMORY_CONTEXT_TTL"),
+            )
+        except cache.CacheUnavailable:
+            pass
+    return answer | {"cached": False}
+
+
+def _context_history(*, tenant: Tenant, conversation_id: str, turns_wanted: int) -> tuple[list[dict[str, Any]], int, str]:
+    """(the newest messages holding ``turns_wanted`` whole turns, the turns before them, the source).
+
+    Reads a window of about two messages a turn and widens it while turns are missing, up to the
+    cached list's length; the oldest, partial turn of a window that did not reach the start is left
+    out, and the turns before the window are counted in PostgreSQL.
+    """
+    cap = settings.MEMORY_CACHE_LIST_LIMIT
+    limit = min(cap, max(20, 2 * turns_wanted + 2))
+    while True:
+        window = conversation_window(tenant=tenant, conversation_id=conversation_id, query=WindowQuery(limit=limit))
+        messages = window.messages
+        if len(messages) < limit:
+            return messages, 0, window.source  # the whole conversation
+        questions = sum(1 for message in messages if message["role"] == "user")
+        if questions > turns_wanted or limit >= cap:
+            first = next((index for index, message in enumerate(messages) if message["role"] == "user"), len(messages))
+            history = messages[first:]
+            before_seq = history[0]["seq"] if history else messages[-1]["seq"] + 1
+            return history, _turns_before(tenant=tenant, conversation_id=conversation_id, seq=before_seq), window.source
+        limit = min(cap, limit * 2)
+
+
+def _turns_before(*, tenant: Tenant, conversation_id: str, seq: int) -> int:
+    try:
+        return (
+            Message.objects.for_tenant(tenant)
+            .filter(conversation__conversation_id=conversation_id, archived=False, role="user", seq__lt=seq)
+            .count()
+        )
+    except DatabaseError:
+        logger.warning("context_turn_count_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
+        return 0
+
+
 def message_get(*, tenant: Tenant, conversation_id: str, message_id: str) -> dict[str, Any]:
     try:
         uuid.UUID(message_id)
@@ -232,6 +363,21 @@ def backend_status() -> dict[str, Any]:
     status["broker"] = _broker_status()
     status["metrics"] = _counters()
     status["ok"] = all(status[name]["ok"] for name in ("database", "cache", "broker"))
+    # Seed 004's flags: which backend serves, and how many conversations await a cache repair
+    # (writes taken while Redis was down: served from PostgreSQL until the sweeper repairs them).
+    fallback_sessions = None
+    if status["database"]["ok"]:
+        try:
+            fallback_sessions = CacheRepair.unscoped.count()  # every tenant: a deployment figure
+        except DatabaseError:
+            fallback_sessions = None
+    status["flags"] = {
+        "using_pg": status["database"]["ok"],
+        "using_redis": status["cache"]["ok"],
+        "using_broker": status["broker"]["ok"],
+        "degraded": not status["ok"],
+        "fallback_sessions": fallback_sessions,
+    }
     return status
 
 
@@ -262,10 +408,15 @@ def _broker_status() -> dict[str, Any]:
 
 def _counters() -> dict[str, Any]:
     hits = misses = errors = 0.0
+    context_hits = context_lookups = 0.0
     fallbacks: dict[str, float] = {}
     for family in metrics.registry().collect():
         for sample in family.samples:
-            if sample.name == "memory_cache_requests_total":
+            if sample.name == "memory_cache_requests_total" and sample.labels.get("data_type") == "context":
+                # Contexts differ by query, so they are counted apart from the cache-aside hit rate.
+                context_lookups += sample.value
+                context_hits += sample.value if sample.labels.get("result") == "hit" else 0
+            elif sample.name == "memory_cache_requests_total":
                 result = sample.labels.get("result")
                 if result == "hit":
                     hits += sample.value
@@ -281,6 +432,7 @@ def _counters() -> dict[str, Any]:
         "cache_misses": int(misses),
         "cache_errors": int(errors),
         "cache_hit_rate": round(hits / lookups, 4) if lookups else None,
+        "context_cache_hit_rate": round(context_hits / context_lookups, 4) if context_lookups else None,
         "fallbacks": {name: int(value) for name, value in fallbacks.items()},
     }
 

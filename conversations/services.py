@@ -649,11 +649,13 @@ class EraseResult:
     cache_keys: int
 
 
-def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
+def conversation_erase(*, tenant: Tenant, conversation_id: str, messages_only: bool = False) -> EraseResult:
     """Erase a conversation everywhere: rows, cache keys, and writes still queued for it.
 
-    A tombstone with the next seq makes workers drop any queued message with an older seq. The
-    append lock is held throughout, so appends in flight finish first and their seqs are older.
+    With ``messages_only`` (clearing a chat history) the conversation row, its memory document and
+    its checkpoints stay; its messages go. A tombstone with the next seq makes workers drop any
+    queued message with an older seq (and, for a whole erase, any older memory save). The append
+    lock is held throughout, so appends in flight finish first and their seqs are older.
     """
     token = uuid.uuid4().hex
     try:
@@ -673,10 +675,22 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
             if conversation is not None:
                 erased_before = max(erased_before, conversation.last_seq + 1)
             deleted = Message.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id).delete()[0]
-            Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
-            Tombstone.objects.for_tenant(tenant).update_or_create(
-                tenant=tenant, conversation_id=conversation_id, defaults={"erased_before_seq": erased_before}
+            if messages_only:
+                Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).update(
+                    message_count=0, token_count=0, last_seq=erased_before, updated_at=timezone.now()
+                )
+            else:
+                Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
+            tombstone, created = Tombstone.objects.for_tenant(tenant).get_or_create(
+                tenant=tenant,
+                conversation_id=conversation_id,
+                defaults={"erased_before_seq": erased_before, "memory_erased_before": 0 if messages_only else erased_before},
             )
+            if not created:
+                tombstone.erased_before_seq = max(tombstone.erased_before_seq, erased_before)
+                if not messages_only:
+                    tombstone.memory_erased_before = max(tombstone.memory_erased_before, erased_before)
+                tombstone.save(update_fields=["erased_before_seq", "memory_erased_before"])
             CacheRepair.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
             if not cache_reached:
                 CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=conversation_id, erase=True)
@@ -687,12 +701,21 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str) -> EraseResult:
     keys = 0
     if cache_reached:
         try:
-            keys = cache.erase(tenant_slug=tenant.slug, conversation_id=conversation_id)  # the lock goes too
+            if messages_only:  # the memory document and the seq clock stay cached
+                keys = cache.clear_messages(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+            else:
+                keys = cache.erase(tenant_slug=tenant.slug, conversation_id=conversation_id)  # the lock goes too
         except cache.CacheUnavailable:
             CacheRepair.objects.for_tenant(tenant).get_or_create(
                 tenant=tenant, conversation_id=conversation_id, defaults={"erase": True}
             )
-    logger.info("conversation_erased", tenant=tenant.slug, conversation_id=conversation_id, messages=deleted, cache_keys=keys)
+    logger.info(
+        "conversation_messages_cleared" if messages_only else "conversation_erased",
+        tenant=tenant.slug,
+        conversation_id=conversation_id,
+        messages=deleted,
+        cache_keys=keys,
+    )
     return EraseResult(messages=deleted, cache_keys=keys)
 
 
@@ -779,7 +802,7 @@ def memory_persist(*, payload: dict[str, Any]) -> bool:
     tenant_id, conversation_id = payload["tenant_id"], payload["conversation_id"]
     with transaction.atomic():
         tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_id=conversation_id).first()
-        if tombstone and payload["revision"] < tombstone.erased_before_seq:
+        if tombstone and payload["revision"] < tombstone.memory_erased_before:
             return False
         conversation = _conversation_for_update(
             tenant_id=tenant_id,

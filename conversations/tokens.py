@@ -12,3 +12,11 @@ def _encoding() -> tiktoken.Encoding:
 
 def count(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
+
+
+def encode(text: str) -> list[int]:
+    return _encoding().encode(text, disallowed_special=())
+
+
+def decode(encoded: list[int]) -> str:
+    return _encoding().decode(encoded)

@@ -16,6 +16,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [
     path("api/v1/", include("conversations.api.urls")),
+    path("api/v1/", include("checkpoints.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),
     path(
         "api/docs/",

@@ -80,6 +80,7 @@ OPERATOR_PERMISSIONS = {
         "view_deadletter",
         "change_deadletter",
     ],
+    "checkpoints": ["view_checkpoint", "delete_checkpoint"],
 }
 
 

@@ -228,3 +228,105 @@ class EraseOutSerializer(serializers.Serializer):
     conversation_id = serializers.CharField()
     messages_erased = serializers.IntegerField()
     cache_keys_erased = serializers.IntegerField()
+
+
+def check_text(value: str, *, field: str) -> str:
+    if len(value) > settings.MEMORY_MAX_CONTENT_CHARS:
+        raise LimitExceeded(
+            f"{field} is {len(value)} characters; the limit is MEMORY_MAX_CONTENT_CHARS={settings.MEMORY_MAX_CONTENT_CHARS}.",
+            details={"field": field, "size": len(value), "limit": settings.MEMORY_MAX_CONTENT_CHARS},
+        )
+    if "\x00" in value:
+        raise serializers.ValidationError(f"{field} must not contain NUL characters.")
+    return value
+
+
+LLM_FORMATS = [
+    ("openai", "OpenAI chat messages: role, content, tool_calls, tool_call_id"),
+    ("langchain", "LangChain message dicts"),
+]
+MAX_TURNS = 10_000
+MAX_BUDGET = 10_000_000
+
+
+class ContextInSerializer(serializers.Serializer):
+    """What the agent is about to send; each default is the tenant's MEMORY_* setting."""
+
+    query = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, help_text="The current user message, sent last."
+    )
+    system_prompt = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    max_tokens = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_BUDGET, help_text="Default MEMORY_MAX_TOKENS."
+    )
+    short_term_turns = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_TURNS, help_text="Turns kept in full. Default MEMORY_SHORT_TERM_TURNS."
+    )
+    long_term_turns = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_TURNS, help_text="Older turns summarized. Default MEMORY_LONG_TERM_TURNS."
+    )
+    compression_threshold = serializers.FloatField(
+        required=False, min_value=0.01, max_value=1.0, help_text="Default MEMORY_COMPRESSION_THRESHOLD."
+    )
+    format = serializers.ChoiceField(choices=LLM_FORMATS, required=False, default="openai")
+    checkpoint_namespace = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        trim_whitespace=False,
+        help_text='Also answer the latest checkpoint of this namespace ("" is the root graph).',
+    )
+
+    def validate_query(self, value: str) -> str:
+        return check_text(value, field="query")
+
+    def validate_system_prompt(self, value: str) -> str:
+        return check_text(value, field="system_prompt")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(self.initial_data) - set(self.fields) if isinstance(self.initial_data, dict) else set()
+        if unknown:
+            raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}; allowed: {', '.join(self.fields)}.")
+        return attrs
+
+
+class ContextEntitySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField(required=False)
+    _turn_number = serializers.IntegerField()
+    message_id = serializers.CharField()
+
+
+class ContextOutSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    format = serializers.ChoiceField(choices=LLM_FORMATS)
+    messages = serializers.ListField(child=serializers.DictField(), help_text="System prompt (with the summary), history, query.")
+    session_summary = serializers.CharField(allow_null=True)
+    compressed = serializers.BooleanField()
+    total_turns = serializers.IntegerField(help_text="Turns in the conversation before the query.")
+    turns_in_full = serializers.IntegerField()
+    summarized_turns = serializers.IntegerField()
+    estimated_tokens = serializers.IntegerField(help_text="cl100k_base prompt tokens, message overhead included.")
+    content_tokens = serializers.IntegerField(help_text="cl100k_base tokens of the message contents alone.")
+    max_tokens = serializers.IntegerField()
+    tokens_remaining = serializers.IntegerField()
+    entities = ContextEntitySerializer(many=True)
+    source = serializers.CharField()
+    cached = serializers.BooleanField()
+    checkpoint = serializers.DictField(required=False, allow_null=True, help_text="With checkpoint_namespace: the latest one.")
+
+
+class LlmWindowQuerySerializer(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, min_value=1, help_text="Default MEMORY_MAX_TURNS_PROMPT.")
+    format = serializers.ChoiceField(choices=LLM_FORMATS, required=False, default="openai")
+
+    def validate_limit(self, value: int) -> int:
+        return check_page_size(value, field="limit")
+
+
+class LlmWindowOutSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    format = serializers.ChoiceField(choices=LLM_FORMATS)
+    messages = serializers.ListField(child=serializers.DictField())
+    count = serializers.IntegerField()
+    source = serializers.CharField()

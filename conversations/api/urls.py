@@ -10,6 +10,8 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/", views.ConversationDetailView.as_view(), name="conversation-detail"),
     path("conversations/<str:conversation_id>/memory/", views.MemoryView.as_view(), name="conversation-memory"),
     path("conversations/<str:conversation_id>/messages/", views.MessageListView.as_view(), name="message-list"),
+    path("conversations/<str:conversation_id>/window/", views.LlmWindowView.as_view(), name="conversation-window"),
+    path("conversations/<str:conversation_id>/context/", views.ContextView.as_view(), name="conversation-context"),
     path(
         "conversations/<str:conversation_id>/messages/<str:message_id>/",
         views.MessageDetailView.as_view(),

@@ -10,21 +10,31 @@ from django.conf import settings
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations import selectors, services
+from conversations import context, selectors, services
 from conversations.api import serializers
-from conversations.exceptions import NotFound, PayloadTooLarge
+from conversations.exceptions import LimitExceeded, NotFound, PayloadTooLarge
 from tenants.models import Tenant
+
+
+class JsonOnly(DefaultContentNegotiation):
+    """The API answers JSON whatever the client asks, so ``?format=`` is free to name an LLM message
+    format (openai, langchain) instead of a renderer."""
+
+    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None) -> tuple:
+        return renderers[0], renderers[0].media_type
 
 
 class TenantAPIView(APIView):
     """Base of every tenant API view: ``self.tenant`` is the API key's tenant."""
 
     _sealed = ("initial", "tenant")
+    content_negotiation_class = JsonOnly
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -192,6 +202,82 @@ class MessageListView(TenantAPIView):
             {"conversation_id": conversation_id, "messages": messages},
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
+
+    @extend_schema(
+        operation_id="conversations_messages_clear",
+        responses=serializers.EraseOutSerializer,
+        description="Clear the conversation's messages (a chat history's clear()); the conversation, its memory "
+        "document and its checkpoints stay.",
+    )
+    def delete(self, request: Request, conversation_id: str) -> Response:
+        result = services.conversation_erase(
+            tenant=self.tenant, conversation_id=_conversation_id(conversation_id), messages_only=True
+        )
+        return Response(
+            {"conversation_id": conversation_id, "messages_erased": result.messages, "cache_keys_erased": result.cache_keys}
+        )
+
+
+class LlmWindowView(TenantAPIView):
+    @extend_schema(
+        parameters=[serializers.LlmWindowQuerySerializer],
+        responses=serializers.LlmWindowOutSerializer,
+        description="Seed 004 get_window_for_llm: the newest messages in an LLM format, starting at a turn.",
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        query = serializers.LlmWindowQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        format = query.validated_data["format"]
+        window = selectors.conversation_llm_window(
+            tenant=self.tenant,
+            conversation_id=_conversation_id(conversation_id),
+            limit=query.validated_data.get("limit") or self.tenant.setting("MEMORY_MAX_TURNS_PROMPT"),
+            format=format,
+        )
+        return Response(
+            {
+                "conversation_id": conversation_id,
+                "format": format,
+                "messages": window.messages,
+                "count": len(window.messages),
+                "source": window.source,
+            }
+        )
+
+
+class ContextView(TenantAPIView):
+    @extend_schema(
+        request=serializers.ContextInSerializer,
+        responses=serializers.ContextOutSerializer,
+        description="Seed 001 build_agent_context: the messages to send to the LLM within a token budget (system "
+        "prompt with the summary of older turns, recent turns in full, the query), with the figures behind them.",
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
+        serializer = serializers.ContextInSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        values = serializer.validated_data
+        tenant = self.tenant
+        context_request = context.ContextRequest(
+            query=values.get("query"),
+            system_prompt=values.get("system_prompt") or None,
+            max_tokens=values.get("max_tokens") or tenant.setting("MEMORY_MAX_TOKENS"),
+            short_term_turns=values.get("short_term_turns", tenant.setting("MEMORY_SHORT_TERM_TURNS")),
+            long_term_turns=values.get("long_term_turns", tenant.setting("MEMORY_LONG_TERM_TURNS")),
+            compression_threshold=values.get("compression_threshold") or tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
+            format=values["format"],
+        )
+        try:
+            answer = selectors.conversation_context(
+                tenant=tenant,
+                conversation_id=_conversation_id(conversation_id),
+                request=context_request,
+                checkpoint_namespace=values.get("checkpoint_namespace"),
+            )
+        except context.BudgetTooSmall as error:
+            raise LimitExceeded(
+                str(error), details={"field": "max_tokens", "size": error.needed, "limit": error.max_tokens}
+            ) from error
+        return Response(answer)
 
 
 class MessageDetailView(TenantAPIView):

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "axes",
     "tenants",
     "conversations",
+    "checkpoints",
 ]
 
 MIDDLEWARE = [
@@ -213,11 +214,14 @@ MEMORY_SIMILARITY_THRESHOLD = env.float("MEMORY_SIMILARITY_THRESHOLD", default=0
 MEMORY_VECTOR_FETCH_LIMIT = env.int("MEMORY_VECTOR_FETCH_LIMIT", default=200)
 MEMORY_CROSS_SESSION_TRIGGER = env.int("MEMORY_CROSS_SESSION_TRIGGER", default=50)
 MEMORY_MAX_CHECKPOINTS = env.int("MEMORY_MAX_CHECKPOINTS", default=20)
+# Seed 004: the messages get_window_for_llm hands the model.
+MEMORY_MAX_TURNS_PROMPT = env.int("MEMORY_MAX_TURNS_PROMPT", default=20)
 
 # Bounds on input (DESIGN.md 5.8) and on the cache.
 MEMORY_MAX_CONTENT_CHARS = env.int("MEMORY_MAX_CONTENT_CHARS", default=100_000)
 MEMORY_MAX_METADATA_BYTES = env.int("MEMORY_MAX_METADATA_BYTES", default=16_384)
 MEMORY_MAX_MEMORY_BYTES = env.int("MEMORY_MAX_MEMORY_BYTES", default=1_048_576)
+MEMORY_MAX_CHECKPOINT_BYTES = env.int("MEMORY_MAX_CHECKPOINT_BYTES", default=1_048_576)
 MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
 MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
 MEMORY_MAX_ID_LENGTH = min(200, env.int("MEMORY_MAX_ID_LENGTH", default=200))  # the column holds 200
@@ -246,6 +250,7 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_VECTOR_FETCH_LIMIT",
     "MEMORY_CROSS_SESSION_TRIGGER",
     "MEMORY_MAX_CHECKPOINTS",
+    "MEMORY_MAX_TURNS_PROMPT",
 )
 
 # --- Logging: structured (structlog), one JSON object a line --------------------------------------

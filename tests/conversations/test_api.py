@@ -619,6 +619,13 @@ def test_status_reports_every_backend_and_the_queue_depth(api, tenant, no_worker
     assert status["broker"]["queue"] == settings.MEMORY_QUEUE
     assert status["broker"]["queue_depth"] == 2
     assert status["ok"] is True
+    assert status["flags"] == {
+        "using_pg": True,
+        "using_redis": True,
+        "using_broker": True,
+        "degraded": False,
+        "fallback_sessions": 0,
+    }
 
 
 def test_status_reports_the_cache_down_while_redis_is_unreachable(api, tenant):
@@ -629,6 +636,8 @@ def test_status_reports_the_cache_down_while_redis_is_unreachable(api, tenant):
     assert answer.json()["cache"]["ok"] is False
     assert answer.json()["database"]["ok"] is True
     assert answer.json()["ok"] is False
+    assert answer.json()["flags"]["using_redis"] is False
+    assert answer.json()["flags"]["degraded"] is True
 
 
 def test_the_openapi_schema_lists_every_api_path(client, db):
@@ -642,6 +651,8 @@ def test_the_openapi_schema_lists_every_api_path(client, db):
         "/api/v1/conversations/{conversation_id}/memory/",
         "/api/v1/conversations/{conversation_id}/messages/",
         "/api/v1/conversations/{conversation_id}/messages/{message_id}/",
+        "/api/v1/conversations/{conversation_id}/window/",
+        "/api/v1/conversations/{conversation_id}/context/",
         "/api/v1/status/",
     } <= paths
 

@@ -1,0 +1,109 @@
+"""How LangChain messages are stored in the service, and read back, without loss.
+
+A stored message has ``role``, ``content`` (text) and ``metadata`` (JSON). The service itself reads
+two metadata keys, in the shape OpenAI and LangChain share:
+
+* ``tool_calls`` on an assistant message: ``[{"id", "name", "args", "type": "tool_call"}]``
+  (the OpenAI shape ``{"id", "type": "function", "function": {"name", "arguments"}}`` is read too);
+* ``tool_call_id`` on a tool message: the call it answers.
+
+Everything else a LangChain message carries (content blocks, ``additional_kwargs``,
+``response_metadata``, ``name``, ``id``, ``usage_metadata``, ``artifact``, ``status``...) is kept
+under ``metadata["langchain"]``, minus what the columns above already hold and minus fields at their
+defaults, so that ``from_service(to_service(m)) == m`` for every message type.
+
+This module needs langchain-core only (no Django), so both the service and its clients import it.
+"""
+
+import json
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+
+ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+TYPE_OF_ROLE = {role: type_ for type_, role in ROLE_OF_TYPE.items()}
+CHAT_ROLES = {"user": "user", "human": "user", "assistant": "assistant", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def to_service(message: BaseMessage) -> dict[str, Any]:
+    """A LangChain message as the body of an append: ``role``, ``content`` and ``metadata``."""
+    serialised = message_to_dict(message)
+    type_, data = serialised["type"], dict(serialised["data"])
+    if type_ == "chat":  # a ChatMessage with a free-form role: store it under the role it names
+        role = CHAT_ROLES.get(str(data.get("role", "")).lower())
+        if role is None:
+            raise ValueError(f"A ChatMessage with role {data.get('role')!r} cannot be stored; roles are user, assistant, system, tool.")
+    elif type_ in ROLE_OF_TYPE:
+        role = ROLE_OF_TYPE[type_]
+    else:
+        raise ValueError(f"{type(message).__name__} (type {type_!r}) cannot be stored; send human, ai, system, tool or chat messages.")
+    metadata: dict[str, Any] = {}
+    if data.get("tool_calls"):
+        metadata["tool_calls"] = data.pop("tool_calls")
+    if type_ == "tool":
+        metadata["tool_call_id"] = data.pop("tool_call_id")
+        if data.get("status") == "success":
+            data.pop("status")
+    content = data.get("content")
+    if isinstance(content, str):
+        data.pop("content")
+    else:
+        content = message.text
+    data.pop("type", None)
+    kept = {name: value for name, value in data.items() if value not in (None, {}, [])}
+    metadata["langchain"] = {"type": type_, "data": kept}
+    return {"role": role, "content": content, "metadata": metadata}
+
+
+def from_service(message: dict[str, Any]) -> BaseMessage:
+    """A stored message (as the API answers it) as the LangChain message it was, or would be."""
+    metadata = message.get("metadata") or {}
+    stored = metadata.get("langchain")
+    if isinstance(stored, dict) and stored.get("type"):
+        data = dict(stored.get("data") or {})
+        data.setdefault("content", message["content"])
+        if stored["type"] == "ai" and metadata.get("tool_calls"):
+            data["tool_calls"] = tool_calls_of(metadata)
+        if stored["type"] == "tool":
+            data["tool_call_id"] = metadata.get("tool_call_id", "")
+        return messages_from_dict([{"type": stored["type"], "data": data}])[0]
+    role, content, message_id = message["role"], message["content"], message.get("id")
+    if role == "user":
+        return HumanMessage(content=content, id=message_id)
+    if role == "assistant":
+        return AIMessage(content=content, id=message_id, tool_calls=tool_calls_of(metadata))
+    if role == "tool":
+        return ToolMessage(content=content, id=message_id, tool_call_id=str(metadata.get("tool_call_id", "")))
+    return SystemMessage(content=content, id=message_id)
+
+
+def tool_calls_of(metadata: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool calls of an assistant message, in LangChain's shape, whichever shape was stored."""
+    calls = []
+    for call in metadata.get("tool_calls") or []:
+        if not isinstance(call, dict):
+            continue
+        if isinstance(call.get("function"), dict):  # OpenAI: {"id", "type": "function", "function": {...}}
+            arguments = call["function"].get("arguments") or "{}"
+            try:
+                args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+            except (ValueError, TypeError):
+                args = {"__raw__": arguments}
+            calls.append({"name": call["function"].get("name", ""), "args": args, "id": call.get("id"), "type": "tool_call"})
+        else:
+            calls.append(
+                {"name": call.get("name", ""), "args": call.get("args") or {}, "id": call.get("id"), "type": "tool_call"}
+            )
+    return calls
+
+
+def tool_call_ids(metadata: dict[str, Any]) -> list[str]:
+    return [str(call["id"]) for call in tool_calls_of(metadata) if call.get("id")]
