@@ -281,6 +281,8 @@ def _system_text(system_prompt: str | None, summary: str | None) -> str | None:
 
 
 def _name_of(metadata: dict[str, Any]) -> str | None:
+    if isinstance(metadata.get("name"), str) and metadata["name"]:
+        return metadata["name"]
     stored = metadata.get("langchain")
     if isinstance(stored, dict) and isinstance(stored.get("data"), dict):
         name = stored["data"].get("name")

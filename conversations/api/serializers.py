@@ -45,13 +45,24 @@ def check_metadata(value: Any, *, field: str = "metadata") -> dict:
 
 
 class MessageInSerializer(serializers.Serializer):
+    """One message. OpenAI-style ``tool_calls`` (assistant), ``tool_call_id`` (tool) and ``name`` may be
+    sent beside ``content``: they are kept in ``metadata`` under the same names, where the context
+    builder reads them (``memory_client.messages`` describes the convention)."""
+
     id = serializers.UUIDField(required=False, help_text="Your own id (UUID) makes the write idempotent.")
     role = serializers.ChoiceField(choices=Role.choices)
-    content = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    content = serializers.CharField(
+        allow_blank=True, allow_null=True, trim_whitespace=False, help_text="null is stored as empty."
+    )
     metadata = serializers.JSONField(required=False, default=dict)
     created_at = serializers.DateTimeField(required=False, help_text="Defaults to the time of the write.")
+    tool_calls = serializers.ListField(child=serializers.DictField(), required=False, max_length=128)
+    tool_call_id = serializers.CharField(required=False, max_length=200)
+    name = serializers.CharField(required=False, max_length=200)
 
-    def validate_content(self, value: str) -> str:
+    def validate_content(self, value: str | None) -> str | None:
+        if value is None:
+            return None
         if len(value) > settings.MEMORY_MAX_CONTENT_CHARS:
             raise LimitExceeded(
                 f"content is {len(value)} characters; the limit is MEMORY_MAX_CONTENT_CHARS={settings.MEMORY_MAX_CONTENT_CHARS}.",
@@ -62,7 +73,22 @@ class MessageInSerializer(serializers.Serializer):
         return value
 
     def validate_metadata(self, value: Any) -> dict:
-        return check_metadata(value)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("metadata must be a JSON object.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs["content"] is None:
+            if attrs["role"] != Role.ASSISTANT:
+                raise serializers.ValidationError({"content": "content may be null only on an assistant message."})
+            attrs["content"] = ""
+        moved = {name: attrs.pop(name) for name in ("tool_calls", "tool_call_id", "name") if name in attrs}
+        if "tool_calls" in moved and attrs["role"] != Role.ASSISTANT:
+            raise serializers.ValidationError({"tool_calls": "Only an assistant message carries tool calls."})
+        if "tool_call_id" in moved and attrs["role"] != Role.TOOL:
+            raise serializers.ValidationError({"tool_call_id": "Only a tool message answers a tool call."})
+        attrs["metadata"] = check_metadata({**attrs.get("metadata", {}), **moved})
+        return attrs
 
 
 class AppendSerializer(serializers.Serializer):

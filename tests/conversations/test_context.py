@@ -300,3 +300,52 @@ def test_the_context_carries_the_latest_checkpoint_of_a_namespace_when_asked(api
     body = api.post(context_url("c-cp"), {"checkpoint_namespace": ""}, format="json").json()
     assert body["checkpoint"]["state"] == {"step": 2}
     assert "checkpoint" not in api.post(context_url("c-cp"), {}, format="json").json()
+
+
+def test_a_context_built_while_a_message_arrives_is_not_cached(api, tenant, no_worker, monkeypatch):
+    """Interleaving, step by step: version read, window read, an append lands, then the context is
+    stored. The store is refused (the version moved), so the next call sees the new message."""
+    from conversations import selectors, services
+
+    chat(api, "c-race-ctx", 1)
+    read_window = selectors.conversation_window
+
+    def window_then_append(**kwargs: Any) -> Any:
+        window = read_window(**kwargs)
+        services.message_append(tenant=tenant, conversation_id="c-race-ctx", messages=[{"role": "user", "content": "late"}])
+        return window
+
+    monkeypatch.setattr(selectors, "conversation_window", window_then_append)
+    stale = api.post(context_url("c-race-ctx"), {"query": "q"}, format="json").json()
+    assert "late" not in [message["content"] for message in stale["messages"]]
+    monkeypatch.setattr(selectors, "conversation_window", read_window)
+
+    fresh = api.post(context_url("c-race-ctx"), {"query": "q"}, format="json").json()
+    assert fresh["cached"] is False
+    assert "late" in [message["content"] for message in fresh["messages"]]
+
+
+def test_openai_messages_with_tool_calls_are_stored_as_sent_and_come_back_identical(api, no_worker):
+    sent = [
+        {"role": "user", "content": "Weather in Oslo?", "name": "ada"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_7", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}}
+            ],
+        },
+        {"role": "tool", "content": "-3C", "tool_call_id": "call_7"},
+        {"role": "assistant", "content": "It is -3C."},
+    ]
+    append(api, "c-openai", *sent)
+    window = api.get(window_url("c-openai"), {"format": "openai"}).json()["messages"]
+    assert window == [{**message, "content": message["content"] or ""} for message in sent]
+    stored = api.get(messages_url("c-openai")).json()["messages"]
+    assert stored[2]["metadata"] == {"tool_call_id": "call_7"}
+
+
+def test_a_tool_call_id_on_a_user_message_is_a_400(api, no_worker):
+    response = api.post(messages_url("c-x"), {"role": "user", "content": "hi", "tool_call_id": "call_1"}, format="json")
+    assert response.status_code == 400
+    assert "tool_call_id" in str(response.json()["error"]["details"])
