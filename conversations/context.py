@@ -25,6 +25,7 @@ calls add their function name and JSON arguments and 3 tokens each.
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.messages import message_to_dict
@@ -256,9 +257,13 @@ def _turn_line(turn: Sequence[dict[str, Any]]) -> str:
     return " | ".join(parts)
 
 
+@lru_cache(maxsize=4096)
 def _quote(text: str) -> str:
-    flat = " ".join(text.split())
+    # A token is rarely over 20 characters: the quote is cut from a prefix, not the whole message.
+    flat = " ".join(text[: SUMMARY_QUOTE_TOKENS * 20 + 1].split())
     cut = _cut(flat, SUMMARY_QUOTE_TOKENS)
+    if len(text) > SUMMARY_QUOTE_TOKENS * 20 and cut == flat:
+        return cut + "…"
     return cut if cut == flat else cut.rstrip() + "…"
 
 
