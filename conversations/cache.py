@@ -181,7 +181,8 @@ for i = 6, #ARGV, 2 do
   local id, json = ARGV[i], ARGV[i + 1]
   n = n + 1
   if mode == 'pending' then
-    redis.call('HSET', pending, id, json)
+    -- A worker fast enough to settle it before this merge already wrote its key: nothing is pending.
+    if redis.call('GET', KEYS[4 + n]) ~= json then redis.call('HSET', pending, id, json) end
   elseif redis.call('HGET', pending, id) == json then
     redis.call('HDEL', pending, id)
   else

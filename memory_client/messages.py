@@ -40,11 +40,15 @@ def to_service(message: BaseMessage) -> dict[str, Any]:
     if type_ == "chat":  # a ChatMessage with a free-form role: store it under the role it names
         role = CHAT_ROLES.get(str(data.get("role", "")).lower())
         if role is None:
-            raise ValueError(f"A ChatMessage with role {data.get('role')!r} cannot be stored; roles are user, assistant, system, tool.")
+            raise ValueError(
+                f"A ChatMessage with role {data.get('role')!r} cannot be stored; roles are user, assistant, system, tool."
+            )
     elif type_ in ROLE_OF_TYPE:
         role = ROLE_OF_TYPE[type_]
     else:
-        raise ValueError(f"{type(message).__name__} (type {type_!r}) cannot be stored; send human, ai, system, tool or chat messages.")
+        raise ValueError(
+            f"{type(message).__name__} (type {type_!r}) cannot be stored; send human, ai, system, tool or chat messages."
+        )
     metadata: dict[str, Any] = {}
     if data.get("tool_calls"):
         metadata["tool_calls"] = data.pop("tool_calls")

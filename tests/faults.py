@@ -240,3 +240,87 @@ class TcpProxy:
 
     def close(self) -> None:
         self.cut()
+
+
+class WebServer:
+    """A real gunicorn serving ``memoryproject.wsgi`` on a free port, with its own environment;
+    a test may SIGKILL it (master and workers) and start it again on the same port."""
+
+    def __init__(self, *, env: dict[str, str], name: str = "web", workers: int = 2) -> None:
+        self.env = env
+        self.name = name
+        self.workers = workers
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log_path = ARTIFACTS / f"gunicorn-{name}-{os.getpid()}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.log = open(self.log_path, "a")  # noqa: SIM115 - kept open for the process' lifetime
+        self.log.write(f"\n--- start {time.strftime('%H:%M:%S')}\n")
+        self.log.flush()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "memoryproject.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(self.workers),
+                "--timeout",
+                "60",
+                "--graceful-timeout",
+                "5",
+                "--access-logfile",
+                "-",
+                "--error-logfile",
+                "-",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                raise AssertionError(f"gunicorn exited with {self.process.returncode}; see {self.log_path}")
+            return self.answers()
+
+        wait_until(ready, timeout=60, message=f"gunicorn to answer on {self.url} (log: {self.log_path})")
+
+    def answers(self) -> bool:
+        """Whether the API root answers 200 (it needs no key, and loads Django and the URLs)."""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=2) as conn:
+                conn.sendall(b"GET /api/v1/ HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                status_line = conn.recv(64).split(b"\r\n", 1)[0]
+                return status_line.split(b" ")[1:2] == [b"200"]
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL the whole server (master and workers) at once."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -35,6 +36,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
+    if isinstance(exc, Http404):  # DRF answers a Django 404 as its own NotFound
+        exc = exceptions.NotFound(str(exc) or "Not found.")
     code = next((code for kind, code in DRF_CODES.items() if isinstance(exc, kind)), None)
     if code is None:
         code = getattr(exc, "default_code", "error")

@@ -713,3 +713,14 @@ def test_with_redis_unreachable_reads_come_from_postgresql_and_writes_are_still_
     assert Message.objects.for_tenant(tenant).get(message_id=new["id"]).seq == new["seq"]
     wait_until(lambda: ids(api.get(messages_url("c1")))[-1:] == [new["id"]], message="the new message in the window")
     assert ids(api.get(messages_url("c1"))) == [message["id"] for message in persisted] + [new["id"]]
+
+
+def test_a_django_404_inside_a_view_answers_the_not_found_code_with_a_message():
+    from django.http import Http404
+
+    from conversations.api.errors import exception_handler
+
+    response = exception_handler(Http404("Checkpoint x does not exist."), {})
+    assert response.status_code == 404
+    assert response.data["error"]["code"] == "not_found"
+    assert response.data["error"]["message"] == "Checkpoint x does not exist."

@@ -313,6 +313,16 @@ def test_settling_a_message_the_cache_never_saw_places_it_and_bumps_the_version(
     assert int(current_version()) > version
 
 
+def test_a_pending_merge_after_the_worker_already_settled_the_message_leaves_nothing_pending():
+    install([])
+    merge([message(10)], mode="settled")  # the worker ran before the web process recorded the write
+
+    merge([message(10)])
+
+    assert pending_ids() == set()
+    assert listed_seqs() == [0, 10]
+
+
 def test_settling_a_message_missing_from_pending_bumps_the_version_even_without_a_list():
     merge([message(10)], mode="settled")  # Redis lost the pending write: a rebuild may have missed it
 

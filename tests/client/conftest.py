@@ -1,0 +1,106 @@
+"""Fixtures of the client tests: the service as its clients meet it over HTTP.
+
+A real gunicorn serves ``memoryproject.wsgi`` on a free port and a real Celery worker consumes the
+test queue, both on the test database, Redis database and queue of the run (``worker_env``); a
+test may kill either and start it again. Tests here use ``transactional_db`` so that what they
+create (the tenant, its API key) is committed and visible to those processes.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connection
+from django_redis import get_redis_connection
+
+from conversations.models import Message
+from memory_client import MemoryClient
+from memoryproject.celery import app as celery_app
+from tenants import services as tenant_services
+from tests.faults import CeleryWorker, WebServer, wait_until
+
+
+@pytest.fixture(scope="session")
+def web_servers(worker_env: dict[str, str]) -> Iterator[dict[str, WebServer]]:
+    """The session's web servers, stopped at the end (before the test database is dropped)."""
+    servers: dict[str, WebServer] = {}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture
+def web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
+    """A running gunicorn (started once, started again after a test killed it)."""
+    server = web_servers.setdefault("main", WebServer(env=worker_env, name="main"))
+    if not server.running:
+        server.start()
+    return server
+
+
+@dataclass
+class LiveService:
+    """The running service and a key of the ``tenant`` fixture's tenant."""
+
+    web: WebServer
+    worker: CeleryWorker
+    api_key: str
+
+    @property
+    def url(self) -> str:
+        return self.web.url
+
+    def client(self, *, api_key: str | None = None, retries: int = 3, timeout: float = 10.0) -> MemoryClient:
+        return MemoryClient(self.url, api_key or self.api_key, retries=retries, timeout=timeout)
+
+
+def queued_tasks() -> int:
+    with celery_app.connection_for_write() as broker:
+        return broker.default_channel.queue_declare(queue=settings.MEMORY_QUEUE, passive=True).message_count
+
+
+def unpersisted_writes() -> list[str]:
+    """Ids of acknowledged messages (in a ``:pending`` hash) that have no row yet. A message with a
+    row counts as persisted even if its pending entry stays: a worker that settles before the web
+    process has recorded the entry leaves it behind."""
+    redis = get_redis_connection("default")
+    pending = {message_id.decode() for key in redis.scan_iter(match="*:pending") for message_id in redis.hkeys(key)}
+    # Every tenant's rows: the test database holds only this test's.
+    persisted = Message.unscoped.filter(message_id__in=pending).values_list("message_id", flat=True)
+    return sorted(pending - {str(message_id) for message_id in persisted})
+
+
+def busy_database_sessions() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND state IN ('active', 'idle in transaction')"
+        )
+        return cursor.fetchone()[0]
+
+
+def wait_for_a_quiet_service(worker: CeleryWorker) -> None:
+    """Until the worker has persisted what the test appended and no process is inside a transaction:
+    emptying the tables for the next test would otherwise deadlock with a persist still running."""
+    if worker.running:
+        try:
+            wait_until(lambda: queued_tasks() == 0 and not unpersisted_writes(), message="the worker to persist every write")
+        except AssertionError as error:
+            raise AssertionError(f"{error}: {queued_tasks()} tasks queued, not persisted: {unpersisted_writes()}") from None
+    wait_until(lambda: busy_database_sessions() == 0, message="the service's database sessions to finish")
+
+
+@pytest.fixture
+def service(web: WebServer, worker: CeleryWorker, tenant: Any) -> Iterator[LiveService]:
+    _, key = tenant_services.api_key_create(tenant=tenant, name="client-tests")
+    yield LiveService(web=web, worker=worker, api_key=key)
+    wait_for_a_quiet_service(worker)
+
+
+@pytest.fixture
+def memory(service: LiveService) -> Iterator[MemoryClient]:
+    """A client of the live service, authenticated as the tenant."""
+    with service.client() as client:
+        yield client
