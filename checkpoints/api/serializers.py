@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from conversations.api.serializers import check_page_size, json_size
+from conversations.api.serializers import check_batch_size, check_page_size, json_size
 from conversations.exceptions import LimitExceeded
 
 CHECKPOINT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:=+-]{0,63}$")
@@ -141,13 +141,7 @@ class WritesInSerializer(serializers.Serializer):
     writes = WriteInSerializer(many=True, allow_empty=False)
 
     def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("writes"), list):
-            size = len(data["writes"])
-            if size > settings.MEMORY_MAX_BATCH:
-                raise LimitExceeded(
-                    f"The batch has {size} writes; the limit is MEMORY_MAX_BATCH={settings.MEMORY_MAX_BATCH}.",
-                    details={"field": "writes", "size": size, "limit": settings.MEMORY_MAX_BATCH},
-                )
+        check_batch_size(data, field="writes")
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

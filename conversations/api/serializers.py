@@ -44,6 +44,16 @@ def check_metadata(value: Any, *, field: str = "metadata") -> dict:
     return value
 
 
+def check_batch_size(data: Any, *, field: str) -> None:
+    """A batch (the list ``data[field]``) over MEMORY_MAX_BATCH items is refused before any item is read."""
+    if isinstance(data, dict) and isinstance(data.get(field), list) and len(data[field]) > settings.MEMORY_MAX_BATCH:
+        size = len(data[field])
+        raise LimitExceeded(
+            f"The batch has {size} {field}; the limit is MEMORY_MAX_BATCH={settings.MEMORY_MAX_BATCH}.",
+            details={"field": field, "size": size, "limit": settings.MEMORY_MAX_BATCH},
+        )
+
+
 class MessageInSerializer(serializers.Serializer):
     """One message. OpenAI-style ``tool_calls`` (assistant), ``tool_call_id`` (tool) and ``name`` may be
     sent beside ``content``: they are kept in ``metadata`` under the same names, where the context
@@ -104,13 +114,7 @@ class AppendSerializer(serializers.Serializer):
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX, default="")
 
     def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("messages"), list):
-            size = len(data["messages"])
-            if size > settings.MEMORY_MAX_BATCH:
-                raise LimitExceeded(
-                    f"The batch has {size} messages; the limit is MEMORY_MAX_BATCH={settings.MEMORY_MAX_BATCH}.",
-                    details={"field": "messages", "size": size, "limit": settings.MEMORY_MAX_BATCH},
-                )
+        check_batch_size(data, field="messages")
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
