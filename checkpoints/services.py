@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import QuerySet, prefetch_related_objects
 
 from checkpoints import selectors
 from checkpoints.models import Checkpoint, CheckpointWrite
+from conversations import services as conversation_services
 from conversations.exceptions import NotFound
 from conversations.models import Conversation
 from tenants.models import Tenant
@@ -53,7 +54,7 @@ def checkpoint_save(
     checkpoint_id = checkpoint_id or str(uuid.uuid4())
     try:
         with transaction.atomic():
-            conversation = _conversation_ensure(tenant=tenant, conversation_id=conversation_id)
+            conversation = conversation_services.conversation_ensure(tenant=tenant, conversation_id=conversation_id)
             checkpoint, created = Checkpoint.objects.for_tenant(tenant).update_or_create(
                 tenant=tenant,
                 conversation=conversation,
@@ -79,17 +80,6 @@ def checkpoint_save(
         expired=expired,
     )
     return SaveResult(checkpoint=selectors.checkpoint_to_dict(checkpoint, conversation_id=conversation_id), created=created)
-
-
-def _conversation_ensure(*, tenant: Tenant, conversation_id: str) -> Conversation:
-    """The conversation row, created by the first checkpoint of a conversation if need be."""
-    conversations = Conversation.objects.for_tenant(tenant).only("id", "conversation_id")  # not the memory document
-    try:
-        with transaction.atomic():
-            conversation, _ = conversations.get_or_create(tenant=tenant, conversation_id=conversation_id)
-            return conversation
-    except IntegrityError:
-        return conversations.get(conversation_id=conversation_id)  # created concurrently
 
 
 def _older_than_newest(*, tenant: Tenant, conversation: Conversation, namespace: str, keep: int) -> QuerySet[Checkpoint]:

@@ -74,6 +74,7 @@ class BuiltContext:
     turns_in_full: int
     estimated_tokens: int
     content_tokens: int
+    total_turns: int  # the conversation's turns before the query
     entities: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -146,6 +147,7 @@ def build(*, history: Sequence[dict[str, Any]], request: ContextRequest, older_t
     Raises BudgetTooSmall when the system prompt and query alone exceed the budget.
     """
     preamble, all_turns = split_turns(history)
+    total_turns = older_turns + len(all_turns)
     if preamble:  # system messages stored before the first question travel with the first turn
         all_turns = [preamble + all_turns[0], *all_turns[1:]] if all_turns else [preamble]
     window = request.short_term_turns + request.long_term_turns
@@ -184,6 +186,7 @@ def build(*, history: Sequence[dict[str, Any]], request: ContextRequest, older_t
         turns_in_full=len(kept),
         estimated_tokens=estimated,
         content_tokens=content,
+        total_turns=total_turns,
         entities=entities,
     )
 

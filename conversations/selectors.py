@@ -198,14 +198,13 @@ def _context(*, tenant: Tenant, conversation_id: str, request: context.ContextRe
     if request.query is not None and history and history[-1]["role"] == "user" and history[-1]["content"] == request.query:
         history = history[:-1]  # the current message, stored before asking: sent once, as the query
     built = context.build(history=history, request=request, older_turns=older_turns)
-    total_turns = older_turns + len(context.split_turns(history)[1])
     answer = {
         "conversation_id": conversation_id,
         "format": request.format,
         "messages": built.messages,
         "session_summary": built.session_summary,
         "compressed": built.compressed,
-        "total_turns": total_turns,
+        "total_turns": built.total_turns,
         "turns_in_full": built.turns_in_full,
         "summarized_turns": built.summarized_turns,
         "estimated_tokens": built.estimated_tokens,
@@ -220,7 +219,7 @@ def _context(*, tenant: Tenant, conversation_id: str, request: context.ContextRe
         tenant=tenant.slug,
         conversation_id=conversation_id,
         source=source,
-        total_turns=total_turns,
+        total_turns=built.total_turns,
         turns_in_full=built.turns_in_full,
         summarized_turns=built.summarized_turns,
         estimated_tokens=built.estimated_tokens,

@@ -243,7 +243,7 @@ def _append_through_cache(
         if not reservation.cached:
             # Warm the cache under our lock so the list the messages join holds the whole window.
             try:
-                _conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
+                conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
                 cache_rebuild(tenant=tenant, conversation_id=conversation_id, allow_empty=True)
             except DatabaseError:
                 metrics.fallbacks.labels(kind="write_without_database").inc()
@@ -262,19 +262,22 @@ def _append_through_cache(
     return stored
 
 
-def _conversation_ensure(*, tenant: Tenant, conversation_id: str, user_id: str = "", agent_id: str = "") -> None:
-    """Create the conversation row now, so it is there at once after the write that creates it.
+def conversation_ensure(*, tenant: Tenant, conversation_id: str, user_id: str = "", agent_id: str = "") -> Conversation:
+    """The conversation row, created now if this is its first write (loaded without its memory document).
 
-    Only the first write needs it; a cold cache is the cheap sign that this may be the first. The
-    worker creates the row anyway, so a database that does not answer only delays it.
+    Appends need it at once only for the first write (a cold cache is the cheap sign of that; the
+    worker creates the row anyway, so a database that does not answer only delays it); checkpoints
+    are written synchronously and need it always.
     """
+    conversations = Conversation.objects.for_tenant(tenant).defer("memory", "metadata")
     try:
         with transaction.atomic():
-            Conversation.objects.for_tenant(tenant).get_or_create(
+            conversation, _ = conversations.get_or_create(
                 tenant=tenant, conversation_id=conversation_id, defaults={"user_id": user_id, "agent_id": agent_id}
             )
+            return conversation
     except IntegrityError:
-        pass  # created concurrently
+        return conversations.get(conversation_id=conversation_id)  # created concurrently
 
 
 def _release_quietly(*, tenant: Tenant, conversation_id: str, token: str) -> None:
@@ -789,7 +792,7 @@ def _memory_revision(*, tenant: Tenant, conversation_id: str, user_id: str, agen
         reservation = cache.reserve(tenant_slug=tenant.slug, conversation_id=conversation_id, count=1, token="", lock_ms=0)
         if not reservation.known:  # possibly the first write of this conversation
             try:
-                _conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
+                conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
             except DatabaseError:
                 metrics.fallbacks.labels(kind="write_without_database").inc()
         return _above_database_floor(tenant=tenant, conversation_id=conversation_id, count=1, reservation=reservation).first_seq

@@ -35,15 +35,24 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float = 30.0, message:
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
-class CeleryWorker:
-    """A real ``celery worker`` process on the test queue, with its own environment."""
+class ServiceProcess:
+    """A real process of the service (a worker, a web server) in its own session and environment,
+    logging to ``test-artifacts/``; a test may SIGKILL it and start it again."""
 
-    def __init__(self, *, env: dict[str, str], name: str = "worker") -> None:
+    kind = "process"
+
+    def __init__(self, *, env: dict[str, str], name: str) -> None:
         self.env = env
         self.name = name
         self.process: subprocess.Popen | None = None
         ARTIFACTS.mkdir(exist_ok=True)
-        self.log_path = ARTIFACTS / f"celery-{name}-{os.getpid()}.log"
+        self.log_path = ARTIFACTS / f"{self.kind}-{name}-{os.getpid()}.log"
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def is_ready(self, log_offset: int) -> bool:
+        raise NotImplementedError
 
     def start(self) -> None:
         self.log = open(self.log_path, "a")  # noqa: SIM115 - kept open for the process' lifetime
@@ -51,27 +60,7 @@ class CeleryWorker:
         self.log.flush()
         offset = self.log_path.stat().st_size
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "memoryproject",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                "1",
-                "--pool",
-                "prefork",
-                "-Q",
-                self.env["MEMORY_QUEUE"],
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                f"{self.name}-{os.getpid()}@%h",
-            ],
+            [sys.executable, "-m", *self.command()],
             cwd=ROOT,
             env=self.env,
             stdout=self.log,
@@ -81,15 +70,13 @@ class CeleryWorker:
 
         def ready() -> bool:
             if self.process.poll() is not None:
-                raise AssertionError(f"celery worker exited with {self.process.returncode}; see {self.log_path}")
-            with open(self.log_path) as log:
-                log.seek(offset)
-                return "ready." in log.read()
+                raise AssertionError(f"{self.kind} exited with {self.process.returncode}; see {self.log_path}")
+            return self.is_ready(offset)
 
-        wait_until(ready, timeout=60, message=f"the celery worker to be ready (log: {self.log_path})")
+        wait_until(ready, timeout=60, message=f"the {self.kind} {self.name} to be ready (log: {self.log_path})")
 
     def kill(self) -> None:
-        """SIGKILL the whole worker (main process and pool children) at once."""
+        """SIGKILL the whole process group (main process and its children) at once."""
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
@@ -106,6 +93,41 @@ class CeleryWorker:
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+class CeleryWorker(ServiceProcess):
+    """A real ``celery worker`` process on the test queue, with its own environment."""
+
+    kind = "celery"
+
+    def __init__(self, *, env: dict[str, str], name: str = "worker") -> None:
+        super().__init__(env=env, name=name)
+
+    def command(self) -> list[str]:
+        return [
+            "celery",
+            "-A",
+            "memoryproject",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            "1",
+            "--pool",
+            "prefork",
+            "-Q",
+            self.env["MEMORY_QUEUE"],
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"{self.name}-{os.getpid()}@%h",
+        ]
+
+    def is_ready(self, log_offset: int) -> bool:
+        with open(self.log_path) as log:
+            log.seek(log_offset)
+            return "ready." in log.read()
 
 
 class PrivateRedis:
@@ -242,59 +264,41 @@ class TcpProxy:
         self.cut()
 
 
-class WebServer:
+class WebServer(ServiceProcess):
     """A real gunicorn serving ``memoryproject.wsgi`` on a free port, with its own environment;
     a test may SIGKILL it (master and workers) and start it again on the same port."""
 
+    kind = "gunicorn"
+
     def __init__(self, *, env: dict[str, str], name: str = "web", workers: int = 2) -> None:
-        self.env = env
-        self.name = name
+        super().__init__(env=env, name=name)
         self.workers = workers
         self.port = free_port()
-        self.process: subprocess.Popen | None = None
-        ARTIFACTS.mkdir(exist_ok=True)
-        self.log_path = ARTIFACTS / f"gunicorn-{name}-{os.getpid()}.log"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
-        self.log = open(self.log_path, "a")  # noqa: SIM115 - kept open for the process' lifetime
-        self.log.write(f"\n--- start {time.strftime('%H:%M:%S')}\n")
-        self.log.flush()
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "memoryproject.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                str(self.workers),
-                "--timeout",
-                "60",
-                "--graceful-timeout",
-                "5",
-                "--access-logfile",
-                "-",
-                "--error-logfile",
-                "-",
-            ],
-            cwd=ROOT,
-            env=self.env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    def command(self) -> list[str]:
+        return [
+            "gunicorn",
+            "memoryproject.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(self.workers),
+            "--timeout",
+            "60",
+            "--graceful-timeout",
+            "5",
+            "--access-logfile",
+            "-",
+            "--error-logfile",
+            "-",
+        ]
 
-        def ready() -> bool:
-            if self.process.poll() is not None:
-                raise AssertionError(f"gunicorn exited with {self.process.returncode}; see {self.log_path}")
-            return self.answers()
-
-        wait_until(ready, timeout=60, message=f"gunicorn to answer on {self.url} (log: {self.log_path})")
+    def is_ready(self, log_offset: int) -> bool:
+        return self.answers()
 
     def answers(self) -> bool:
         """Whether the API root answers 200 (it needs no key, and loads Django and the URLs)."""
@@ -305,22 +309,3 @@ class WebServer:
                 return status_line.split(b" ")[1:2] == [b"200"]
         except OSError:
             return False
-
-    def kill(self) -> None:
-        """SIGKILL the whole server (master and workers) at once."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.process = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None

@@ -349,3 +349,13 @@ def test_a_tool_call_id_on_a_user_message_is_a_400(api, no_worker):
     response = api.post(messages_url("c-x"), {"role": "user", "content": "hi", "tool_call_id": "call_1"}, format="json")
     assert response.status_code == 400
     assert "tool_call_id" in str(response.json()["error"]["details"])
+
+
+def test_a_memory_save_queued_before_a_clear_is_still_persisted_after_it(api, tenant, no_worker):
+    chat(api, "c-mem-race", 1)
+    api.put("/api/v1/conversations/c-mem-race/memory/", {"messages": [{"note": "queued"}]}, format="json")
+    api.delete(messages_url("c-mem-race"))  # clears the messages while the memory save waits in the broker
+    run_queued_tasks()
+    conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="c-mem-race")
+    assert conversation.memory["messages"] == [{"note": "queued"}]
+    assert not Message.objects.for_tenant(tenant).filter(conversation=conversation).exists()
