@@ -9,6 +9,8 @@ PY := $(VENV)/bin/python
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	# The CPU build of torch first: resolved from requirements.txt alone it would be the CUDA build.
+	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 

@@ -27,13 +27,16 @@ def clean_redis() -> None:
     get_redis_connection("default").flushdb()
 
 
+QUEUES = (settings.MEMORY_QUEUE, settings.MEMORY_DERIVED_QUEUE)
+
+
 def purge_queue() -> None:
     with celery_app.connection_for_write() as broker:
-        channel = broker.default_channel
-        try:
-            channel.queue_purge(settings.MEMORY_QUEUE)
-        except Exception:  # the queue does not exist yet: nothing to purge
-            broker.close()
+        for queue in QUEUES:
+            try:
+                broker.default_channel.queue_purge(queue)
+            except Exception:  # the queue does not exist yet: nothing to purge
+                broker.close()
 
 
 @pytest.fixture(autouse=True)
@@ -45,10 +48,11 @@ def clean_queue() -> None:
 def delete_test_queue_at_the_end() -> Iterator[None]:
     yield
     with celery_app.connection_for_write() as broker:
-        try:
-            broker.default_channel.queue_delete(settings.MEMORY_QUEUE)
-        except Exception:  # noqa: S110 - already gone
-            pass
+        for queue in QUEUES:
+            try:
+                broker.default_channel.queue_delete(queue)
+            except Exception:  # noqa: S110 - already gone
+                broker.close()
 
 
 @pytest.fixture
@@ -108,6 +112,7 @@ def worker_env(django_db_setup: Any, django_db_blocker: Any) -> dict[str, str]:
         REDIS_URL=settings.REDIS_URL,
         CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
         MEMORY_QUEUE=settings.MEMORY_QUEUE,
+        MEMORY_DERIVED_QUEUE=settings.MEMORY_DERIVED_QUEUE,
         MEMORY_RETRY_BACKOFF_MAX="2",
     )
     return env
@@ -130,6 +135,17 @@ def worker(worker_env: dict[str, str], transactional_db: Any) -> CeleryWorker:
 
 
 @pytest.fixture
+def derived_worker(worker_env: dict[str, str], transactional_db: Any) -> CeleryWorker:
+    """A running worker consuming the derived-memory queue (embeddings, summaries)."""
+    worker = _workers.setdefault(
+        "derived", CeleryWorker(env=worker_env, name="derived", queue_variable="MEMORY_DERIVED_QUEUE")
+    )
+    if not worker.running:
+        worker.start()
+    return worker
+
+
+@pytest.fixture
 def no_worker(transactional_db: Any) -> None:
     """No worker consumes the queue: acknowledged writes stay pending."""
     worker = _workers.get("main")
@@ -143,14 +159,16 @@ TASK_SERVICES = {
 }
 
 
-def take_queued_tasks() -> list[tuple[str, dict[str, Any]]]:
-    """Take every task waiting in the test queue: (task name, payload)."""
+def take_queued_tasks(queue: str | None = None) -> list[tuple[str, Any]]:
+    """Take every task waiting in a test queue (the persist queue unless named): (task name, first
+    argument) for the persist queue, (task name, argument list) for the derived queue."""
+    queue = queue or settings.MEMORY_QUEUE
     tasks = []
     with celery_app.connection_for_write() as broker:
         channel = broker.default_channel
-        while (message := channel.basic_get(settings.MEMORY_QUEUE, no_ack=True)) is not None:
+        while (message := channel.basic_get(queue, no_ack=True)) is not None:
             args, _kwargs, _embed = json.loads(message.body)
-            tasks.append((message.headers["task"], args[0]))
+            tasks.append((message.headers["task"], args[0] if queue == settings.MEMORY_QUEUE else args))
     return tasks
 
 

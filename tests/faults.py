@@ -100,8 +100,9 @@ class CeleryWorker(ServiceProcess):
 
     kind = "celery"
 
-    def __init__(self, *, env: dict[str, str], name: str = "worker") -> None:
+    def __init__(self, *, env: dict[str, str], name: str = "worker", queue_variable: str = "MEMORY_QUEUE") -> None:
         super().__init__(env=env, name=name)
+        self.queue = env[queue_variable]
 
     def command(self) -> list[str]:
         return [
@@ -116,7 +117,7 @@ class CeleryWorker(ServiceProcess):
             "--pool",
             "prefork",
             "-Q",
-            self.env["MEMORY_QUEUE"],
+            self.queue,
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",

@@ -125,6 +125,10 @@ def database_settings(url: str) -> dict:
     return database
 
 
+def durable_queues(*names: str) -> tuple[Queue, ...]:
+    return tuple(Queue(name, Exchange(name, type="direct", durable=True), routing_key=name, durable=True) for name in names)
+
+
 def cache_settings(url: str) -> dict:
     """The django-redis cache. The conversation layer uses its raw client with exact keys and Lua;
     Django's own cache API (sessions, throttles) serialises to JSON only."""
@@ -168,10 +172,11 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.5,
 }
 MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="memory")
+# Derived memory (embeddings, summaries) is slow CPU or LLM work: its own queue, so it never delays
+# the persistence of acknowledged writes; a deployment may give it workers of its own.
+MEMORY_DERIVED_QUEUE = env.str("MEMORY_DERIVED_QUEUE", default=f"{MEMORY_QUEUE}-derived")
 CELERY_TASK_DEFAULT_QUEUE = MEMORY_QUEUE
-CELERY_TASK_QUEUES = (
-    Queue(MEMORY_QUEUE, Exchange(MEMORY_QUEUE, type="direct", durable=True), routing_key=MEMORY_QUEUE, durable=True),
-)
+CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "cache-repair-sweep": {"task": "conversations.tasks.cache_repair_sweep", "schedule": 15.0},
@@ -214,6 +219,18 @@ MEMORY_SIMILARITY_THRESHOLD = env.float("MEMORY_SIMILARITY_THRESHOLD", default=0
 MEMORY_VECTOR_FETCH_LIMIT = env.int("MEMORY_VECTOR_FETCH_LIMIT", default=200)
 MEMORY_CROSS_SESSION_TRIGGER = env.int("MEMORY_CROSS_SESSION_TRIGGER", default=50)
 MEMORY_MAX_CHECKPOINTS = env.int("MEMORY_MAX_CHECKPOINTS", default=20)
+# Long-term memory (seed 003, DESIGN.md section 9). The embedding model names an entry of
+# search.embeddings.MODELS ("" turns embeddings off); "hybrid" search fuses keyword (BM25) and vector
+# rankings over the whole scope, "semantic" is seed 003's cosine search exactly, "keyword" BM25 alone.
+MEMORY_EMBEDDING_MODEL = env.str("MEMORY_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
+MEMORY_EMBEDDING_BATCH = env.int("MEMORY_EMBEDDING_BATCH", default=64)
+MEMORY_SEARCH_MODE = env.str("MEMORY_SEARCH_MODE", default="hybrid")
+MEMORY_SEARCH_CANDIDATE_LIMIT = env.int("MEMORY_SEARCH_CANDIDATE_LIMIT", default=20_000)
+# The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory".
+MEMORY_SUMMARY_MODEL = env.str("MEMORY_SUMMARY_MODEL", default="")
+MEMORY_SUMMARY_TIMEOUT = env.float("MEMORY_SUMMARY_TIMEOUT", default=20.0)
+# Days a conversation may stay idle before the retention sweeper erases it (0 = kept until erased).
+MEMORY_RETENTION_DAYS = env.int("MEMORY_RETENTION_DAYS", default=0)
 # Seed 004: the messages get_window_for_llm hands the model.
 MEMORY_MAX_TURNS_PROMPT = env.int("MEMORY_MAX_TURNS_PROMPT", default=20)
 
@@ -232,6 +249,10 @@ MEMORY_REBUILD_LOCK_TTL = env.int("MEMORY_REBUILD_LOCK_TTL", default=30)
 MEMORY_AUTH_CACHE_TTL = env.int("MEMORY_AUTH_CACHE_TTL", default=300)
 MEMORY_PERSIST_MAX_RETRIES = env.int("MEMORY_PERSIST_MAX_RETRIES", default=12)
 MEMORY_RETRY_BACKOFF_MAX = env.int("MEMORY_RETRY_BACKOFF_MAX", default=60)
+MEMORY_MAX_FACTS_PER_USER = env.int("MEMORY_MAX_FACTS_PER_USER", default=500)
+MEMORY_MAX_FACT_KEY_LENGTH = min(200, env.int("MEMORY_MAX_FACT_KEY_LENGTH", default=200))  # the column holds 200
+MEMORY_MAX_FACT_VALUE_CHARS = env.int("MEMORY_MAX_FACT_VALUE_CHARS", default=4_000)
+MEMORY_MAX_QUERY_CHARS = env.int("MEMORY_MAX_QUERY_CHARS", default=2_000)
 
 # Overridable per tenant through Tenant.settings (validated against this list).
 MEMORY_TENANT_OVERRIDABLE = (
@@ -251,6 +272,11 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_CROSS_SESSION_TRIGGER",
     "MEMORY_MAX_CHECKPOINTS",
     "MEMORY_MAX_TURNS_PROMPT",
+    "MEMORY_EMBEDDING_MODEL",
+    "MEMORY_SEARCH_MODE",
+    "MEMORY_SEARCH_CANDIDATE_LIMIT",
+    "MEMORY_SUMMARY_MODEL",
+    "MEMORY_RETENTION_DAYS",
 )
 
 # --- Logging: structured (structlog), one JSON object a line --------------------------------------

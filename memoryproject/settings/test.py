@@ -3,10 +3,8 @@
 Redis uses its own database number so a test run never touches another user's keys.
 """
 
-from kombu import Exchange, Queue
-
 from .base import *  # noqa: F403
-from .base import cache_settings, database_settings, env
+from .base import cache_settings, database_settings, durable_queues, env
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="test-only-secret-key-not-for-production")
 DEBUG = False
@@ -17,12 +15,11 @@ REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/9")
 CACHES = cache_settings(REDIS_URL)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="amqp://guest:guest@127.0.0.1:5672//")
 
-# The test run's own durable queue, deleted at the end of the session (tests/conftest.py).
+# The test run's own durable queues, deleted at the end of the session (tests/conftest.py).
 MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="memory-test")
+MEMORY_DERIVED_QUEUE = env.str("MEMORY_DERIVED_QUEUE", default=f"{MEMORY_QUEUE}-derived")
 CELERY_TASK_DEFAULT_QUEUE = MEMORY_QUEUE
-CELERY_TASK_QUEUES = (
-    Queue(MEMORY_QUEUE, Exchange(MEMORY_QUEUE, type="direct", durable=True), routing_key=MEMORY_QUEUE, durable=True),
-)
+CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE)
 
 # Static files straight from the apps and ./static, without collectstatic.
 STATIC_ROOT = None
