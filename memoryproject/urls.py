@@ -17,6 +17,9 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("api/v1/", include("conversations.api.urls")),
     path("api/v1/", include("checkpoints.api.urls")),
+    path("api/v1/", include("search.api.urls")),
+    path("api/v1/", include("summaries.api.urls")),
+    path("api/v1/", include("facts.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),
     path(
         "api/docs/",

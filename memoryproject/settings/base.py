@@ -33,6 +33,9 @@ INSTALLED_APPS = [
     "tenants",
     "conversations",
     "checkpoints",
+    "search",
+    "summaries",
+    "facts",
 ]
 
 MIDDLEWARE = [
