@@ -71,6 +71,9 @@ class Conversation(models.Model):
 # words, so it serves every language the same way; queries must use this exact expression to hit
 # the index (``selectors.messages_matching``).
 CONTENT_WORDS = SearchVector("content", config="simple")
+# The terms BM25 ranks by (``search.ranking``): stemmed, stop words dropped. The SQL there repeats
+# this expression exactly, so the index serves it.
+CONTENT_TERMS = SearchVector("content", config="english")
 
 
 class Message(models.Model):
@@ -105,6 +108,7 @@ class Message(models.Model):
             models.Index(fields=["tenant", "conversation", "created_at"], name="message_by_date"),
             # Keyword search over the content.
             GinIndex(CONTENT_WORDS, name="message_search"),
+            GinIndex(CONTENT_TERMS, name="message_terms"),
         ]
 
     def __str__(self) -> str:

@@ -424,9 +424,29 @@ def messages_persist(*, payload: dict[str, Any]) -> int:
     metrics.persisted.inc(len(inserted))
     metrics.persist_lag.observe(max(0.0, time.time() - payload.get("acknowledged_at", time.time())))
     _settle_cache(payload=payload, settled=settled, removed=losers + erased)
+    if inserted:
+        derived_memory_schedule(tenant_id=tenant_id, conversation_id=conversation_id)
     if conflicts:
         raise PersistConflict(f"message ids already stored with other content: {', '.join(conflicts)}")
     return len(inserted)
+
+
+DERIVED_TASKS = ("search.tasks.conversation_embed", "summaries.tasks.conversation_summarize")
+
+
+def derived_memory_schedule(*, tenant_id: int, conversation_id: str) -> None:
+    """Queue what is derived from new messages (their vectors, a summary when one is due).
+
+    Best effort: the messages are committed whatever happens here. A vector missed now is found by
+    the hourly backfill; a summary missed now is made by the next persist, which finds it still due.
+    """
+    from memoryproject.celery import app
+
+    for name in DERIVED_TASKS:
+        try:
+            app.send_task(name, args=[tenant_id, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
+        except Exception as error:  # the broker refused: see the docstring
+            logger.warning("derived_memory_unscheduled", task=name, conversation_id=conversation_id, error=repr(error))
 
 
 def _conversation_for_update(*, tenant_id: int, conversation_id: str, user_id: str, agent_id: str) -> Conversation:

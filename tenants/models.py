@@ -53,10 +53,27 @@ def validate_setting_overrides(overrides: Any) -> None:
         if name not in allowed:
             raise ValidationError(f"{name} is not a setting a tenant may override; allowed: {', '.join(sorted(allowed))}.")
         default = getattr(settings, name)
+        if isinstance(default, str):
+            if not isinstance(value, str):
+                raise ValidationError(f"{name} must be a string like its default ({default!r}).")
+            _validate_string_setting(name, value)
+            continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ValidationError(f"{name} must be a non-negative number like its default ({default}).")
         if isinstance(default, int) and not isinstance(value, int):
             raise ValidationError(f"{name} must be a whole number like its default ({default}).")
+
+
+def _validate_string_setting(name: str, value: str) -> None:
+    if name == "MEMORY_SEARCH_MODE" and value not in ("hybrid", "semantic", "keyword"):
+        raise ValidationError(f"MEMORY_SEARCH_MODE must be hybrid, semantic or keyword, not {value!r}.")
+    if name == "MEMORY_EMBEDDING_MODEL" and value:
+        from search.embeddings import EmbeddingModelError, model_spec
+
+        try:
+            model_spec(value)
+        except EmbeddingModelError as error:
+            raise ValidationError(str(error)) from error
 
 
 class TenantApiKeyManager(BaseAPIKeyManager):

@@ -31,11 +31,13 @@ QUEUES = (settings.MEMORY_QUEUE, settings.MEMORY_DERIVED_QUEUE)
 
 
 def purge_queue() -> None:
+    """Empty the test queues, declaring them first (as a worker would) so they always exist."""
     with celery_app.connection_for_write() as broker:
         for queue in QUEUES:
             try:
+                celery_app.amqp.queues[queue](broker.default_channel).declare()
                 broker.default_channel.queue_purge(queue)
-            except Exception:  # the queue does not exist yet: nothing to purge
+            except Exception:  # a test left the broker unreachable: its own fixtures restore it
                 broker.close()
 
 

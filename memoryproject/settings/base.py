@@ -183,6 +183,14 @@ CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "cache-repair-sweep": {"task": "conversations.tasks.cache_repair_sweep", "schedule": 15.0},
+    # Vectors missed by a failed publish or a stopped worker.
+    "embeddings-backfill": {
+        "task": "search.tasks.embeddings_backfill",
+        "schedule": 3600.0,
+        "options": {"queue": MEMORY_DERIVED_QUEUE},
+    },
+    # Conversations idle for longer than their tenant's MEMORY_RETENTION_DAYS.
+    "retention-sweep": {"task": "conversations.tasks.retention_sweep", "schedule": 3600.0},
 }
 
 # --- REST framework ------------------------------------------------------------------------------

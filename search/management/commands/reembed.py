@@ -1,0 +1,48 @@
+"""``manage.py reembed --tenant <slug> [--model <name>] [--conversation <id>]``: compute a tenant's
+message vectors under a model, then make it the tenant's model and drop the other model's vectors."""
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from search import embeddings, services
+from tenants.models import Tenant
+
+
+class Command(BaseCommand):
+    help = (
+        "Embed every searchable message of a tenant under an embedding model (default: the tenant's current "
+        "one, to fill gaps). With another model, search keeps using the old vectors until all new ones exist; "
+        "then the tenant switches to the new model and the old vectors are removed."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", required=True, help="slug of the tenant")
+        parser.add_argument("--model", help=f"embedding model: {', '.join(embeddings.MODELS)} or package.module:factory")
+        parser.add_argument("--conversation", help="only this conversation (the tenant's model does not change)")
+
+    def handle(self, *args: object, **options: object) -> None:
+        slug = options["tenant"]
+        tenant = Tenant.objects.filter(slug=slug).first()
+        if tenant is None:
+            known = ", ".join(Tenant.objects.values_list("slug", flat=True)[:20]) or "none yet"
+            raise CommandError(f"No tenant {slug!r} (known tenants: {known}).")
+        model = options["model"] or tenant.setting("MEMORY_EMBEDDING_MODEL")
+        if not model:
+            raise CommandError(f"Tenant {slug} has embeddings turned off (MEMORY_EMBEDDING_MODEL is empty): pass --model.")
+        try:
+            embeddings.model_spec(model)
+        except embeddings.EmbeddingModelError as error:
+            raise CommandError(str(error)) from error
+        conversation_id = options["conversation"]
+        total = services.reembed_pending_count(tenant=tenant, model=model, conversation_id=conversation_id)
+        try:
+            with tqdm(total=total, desc=f"embedding {slug} with {model}", unit="msg", disable=None) as bar:
+                summary = services.tenant_reembed(tenant=tenant, model=model, conversation_id=conversation_id, progress=bar.update)
+        except embeddings.EmbeddingModelError as error:
+            raise CommandError(f"{error} Nothing was switched; vectors already written are kept and reused on the next run.") from error
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"reembed {slug}: {summary.embedded} messages embedded with {summary.model}, "
+                f"{summary.removed} vectors of other models removed, {summary.seconds:.2f} s"
+            )
+        )

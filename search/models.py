@@ -1,0 +1,45 @@
+"""Message embeddings: one vector per message and embedding model, the vector side of search.
+
+A vector is stored as little-endian float32 bytes of unit length, with the model's name and
+dimension, so any PostgreSQL serves it (the machine's PostgreSQL 15 has no pgvector; the embedded
+PostgreSQL 16 has, and needs nothing of it) and two models' vectors never mix: search reads only
+rows of the tenant's current model, and re-embedding with another model writes new rows beside the
+old ones before it removes them (``manage.py reembed``). ``seq`` repeats the message's, so "the newest
+N vectors of a conversation" is one index range. Rows go with their message (cascade), hence with
+every erase.
+"""
+
+from django.db import models
+
+from conversations.models import Conversation, Message
+from tenants.managers import TenantManager, UnscopedManager
+from tenants.models import Tenant
+
+
+class MessageEmbedding(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # No index of its own: the unique constraint's index starts with the message.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="embeddings", db_index=False)
+    seq = models.BigIntegerField()
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "message_embeddings"
+        constraints = [
+            models.UniqueConstraint(fields=["message", "model"], name="embedding_unique_per_message_model"),
+        ]
+        indexes = [
+            # The newest vectors of a conversation under one model (seed 003's candidate fetch).
+            models.Index(fields=["conversation", "model", "-seq"], name="embedding_newest"),
+            models.Index(fields=["tenant", "model"], name="embedding_tenant_model"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} ({self.model}, {self.dimensions})"

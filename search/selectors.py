@@ -1,0 +1,278 @@
+"""Search over a conversation's or a user's past messages (seed 003, DESIGN.md section 9).
+
+Contract
+--------
+``memory_search(tenant=, request=, conversation_id=, user_id=)`` answers a ``SearchResult`` whose hits
+are best first. ``SearchRequest.for_tenant`` fills what a request leaves out from the tenant's
+settings. Modes:
+
+* ``semantic`` is seed 003 exactly: the newest ``vector_fetch_limit`` (200) vectors of the
+  conversation, extended with the newest of the same user's other conversations while it has fewer
+  than ``cross_session_trigger`` (50); cosine similarity; the ``top_k`` (8) at or above
+  ``min_similarity`` (0.45).
+* ``keyword`` is BM25 over every message of the scope (``search.ranking.BM25_SQL``).
+* ``hybrid`` (the default) fuses both rankings over every message of the scope; the vector side is
+  ranked, not thresholded, unless a request sets ``min_similarity``.
+
+Scope: ``conversation`` (that conversation), ``user`` (every conversation of the user), or ``auto``
+(seed 003's rule: the conversation, and the user's other conversations too while it holds fewer than
+``cross_session_trigger`` messages). ``candidate_limit`` bounds the messages one search considers
+(the newest of the scope). Only user and assistant messages are searched. Messages persisted but not
+embedded yet are found by their words, and by meaning once the worker has embedded them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+
+from conversations.exceptions import LimitExceeded, NotFound
+from conversations.models import Conversation, Message
+from search import embeddings, ranking
+from search.models import MessageEmbedding
+from tenants.models import Tenant
+
+MODES = ("hybrid", "semantic", "keyword")
+SCOPES = ("auto", "conversation", "user")
+SEARCHED_ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    mode: str = "hybrid"
+    scope: str = "auto"
+    top_k: int = 8
+    # None: 0.45 in semantic mode (seed 003), no threshold on the fused ranking of hybrid mode.
+    min_similarity: float | None = None
+    vector_fetch_limit: int = 200
+    cross_session_trigger: int = 50
+    candidate_limit: int = 20_000
+
+    @classmethod
+    def for_tenant(cls, tenant: Tenant, **given: Any) -> SearchRequest:
+        """The request with the tenant's settings wherever ``given`` holds nothing (or None)."""
+        defaults = {
+            "mode": tenant.setting("MEMORY_SEARCH_MODE"),
+            "top_k": tenant.setting("MEMORY_TOP_K"),
+            "vector_fetch_limit": tenant.setting("MEMORY_VECTOR_FETCH_LIMIT"),
+            "cross_session_trigger": tenant.setting("MEMORY_CROSS_SESSION_TRIGGER"),
+            "candidate_limit": tenant.setting("MEMORY_SEARCH_CANDIDATE_LIMIT"),
+        }
+        known = {item.name for item in fields(cls)}
+        values = defaults | {name: value for name, value in given.items() if value is not None and name in known}
+        if values.get("min_similarity") is None and values.get("mode") == "semantic":
+            values["min_similarity"] = tenant.setting("MEMORY_SIMILARITY_THRESHOLD")
+        request = cls(**values)
+        request.validate()
+        return request
+
+    def validate(self) -> None:
+        query = self.query.strip()
+        if not query:
+            raise LimitExceeded("The query is empty: send the words to search for in q.", details={"field": "q"})
+        if len(self.query) > settings.MEMORY_MAX_QUERY_CHARS:
+            raise LimitExceeded(
+                f"The query is {len(self.query)} characters; the limit is MEMORY_MAX_QUERY_CHARS={settings.MEMORY_MAX_QUERY_CHARS}.",
+                details={"field": "q", "limit": settings.MEMORY_MAX_QUERY_CHARS},
+            )
+        if self.mode not in MODES:
+            raise LimitExceeded(f"Unknown search mode {self.mode!r}: use one of {', '.join(MODES)}.", details={"field": "mode"})
+        if self.scope not in SCOPES:
+            raise LimitExceeded(f"Unknown scope {self.scope!r}: use one of {', '.join(SCOPES)}.", details={"field": "scope"})
+        if not 1 <= self.top_k <= settings.MEMORY_MAX_PAGE_SIZE:
+            raise LimitExceeded(
+                f"top_k must be between 1 and MEMORY_MAX_PAGE_SIZE={settings.MEMORY_MAX_PAGE_SIZE}.", details={"field": "top_k"}
+            )
+        if self.min_similarity is not None and not -1.0 <= self.min_similarity <= 1.0:
+            raise LimitExceeded("min_similarity is a cosine similarity: between -1 and 1.", details={"field": "min_similarity"})
+        for name in ("vector_fetch_limit", "cross_session_trigger", "candidate_limit"):
+            if getattr(self, name) < 0:
+                raise LimitExceeded(f"{name} must not be negative.", details={"field": name})
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    message_id: str
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: datetime
+    metadata: dict[str, Any]
+    similarity: float | None
+    keyword_score: float | None
+    score: float
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    mode: str
+    scope: str
+    conversations: int
+    candidates: int
+    embedding_model: str
+    query_embedding_dim: int | None
+    milliseconds: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    name: str
+    conversation_pks: list[int]
+    current_pk: int | None
+
+
+def memory_search(
+    *, tenant: Tenant, request: SearchRequest, conversation_id: str | None = None, user_id: str | None = None
+) -> SearchResult:
+    started = time.perf_counter()
+    request.validate()
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+    scope = _scope(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
+    query_vector = None
+    if request.mode != "keyword" and model:
+        query_vector = embeddings.embed_query(model, request.query)
+    if request.mode == "semantic":
+        ranked, candidates = _semantic(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
+    else:
+        ranked, candidates = _hybrid(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
+    return SearchResult(
+        hits=_hits(tenant=tenant, ranked=ranked),
+        mode=request.mode,
+        scope=scope.name,
+        conversations=len(scope.conversation_pks),
+        candidates=candidates,
+        embedding_model=model,
+        query_embedding_dim=None if query_vector is None else int(query_vector.shape[0]),
+        milliseconds=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | None, user_id: str | None) -> _Scope:
+    conversations = Conversation.objects.for_tenant(tenant)
+    current = None
+    if conversation_id is not None:
+        current = conversations.filter(conversation_id=conversation_id).values("pk", "user_id", "message_count").first()
+        if current is None:
+            raise NotFound(f"Conversation {conversation_id} does not exist.")
+        user_id = current["user_id"] if user_id is None else user_id
+    if current is None or request.scope == "user":
+        name = "user"
+    elif request.scope == "conversation" or not user_id:
+        name = "conversation"
+    elif request.mode == "semantic":
+        name = "auto"  # decided on the vectors themselves (seed 003), in _semantic
+    else:
+        name = "user" if current["message_count"] < request.cross_session_trigger else "conversation"
+    if name == "conversation" or not user_id:
+        return _Scope(name="conversation" if current else "user", conversation_pks=[current["pk"]] if current else [], current_pk=current and current["pk"])
+    others = list(conversations.filter(user_id=user_id).values_list("pk", flat=True).order_by("-updated_at"))
+    if current and current["pk"] not in others:
+        others.insert(0, current["pk"])
+    return _Scope(name=name, conversation_pks=others, current_pk=current and current["pk"])
+
+
+def _vectors(rows: list[tuple[int, bytes]]) -> tuple[list[int], np.ndarray]:
+    if not rows:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    keys = [key for key, _ in rows]
+    matrix = np.frombuffer(b"".join(bytes(vector) for _, vector in rows), dtype="<f4").reshape(len(rows), -1)
+    return keys, matrix
+
+
+def _semantic(
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: np.ndarray | None
+) -> tuple[list[ranking.Ranked], int]:
+    if query_vector is None:
+        return [], 0
+    vectors = MessageEmbedding.objects.for_tenant(tenant).filter(model=model)
+    limit = request.vector_fetch_limit
+    rows: list[tuple[int, bytes]] = []
+    if scope.current_pk is not None:
+        rows = list(vectors.filter(conversation_id=scope.current_pk).order_by("-seq").values_list("message_id", "vector")[:limit])
+    others = [pk for pk in scope.conversation_pks if pk != scope.current_pk]
+    extend = scope.name == "user" or (scope.name == "auto" and len(rows) < request.cross_session_trigger)
+    if others and extend and len(rows) < limit:
+        rows += list(
+            vectors.filter(conversation_id__in=others).order_by("-message__created_at").values_list("message_id", "vector")[
+                : limit - len(rows)
+            ]
+        )
+    keys, matrix = _vectors(rows)
+    similarities = ranking.cosine(query_vector, matrix)
+    return ranking.cosine_top(keys=keys, similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity), len(keys)
+
+
+def _hybrid(
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: np.ndarray | None
+) -> tuple[list[ranking.Ranked], int]:
+    if not scope.conversation_pks:
+        return [], 0
+    depth = max(100, request.top_k * 5)  # how deep each ranking goes into the fusion
+    keyword = _bm25(tenant=tenant, scope=scope, query=request.query, limit=request.candidate_limit, top=depth)
+    if request.mode == "keyword" or query_vector is None:
+        return [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]], len(keyword)
+    rows = list(
+        MessageEmbedding.objects.for_tenant(tenant)
+        .filter(model=model, conversation_id__in=scope.conversation_pks)
+        .order_by("-seq")
+        .values_list("message_id", "vector")[: request.candidate_limit]
+    )
+    keys, matrix = _vectors(rows)
+    similarities = ranking.cosine(query_vector, matrix)
+    order = np.argsort(-similarities, kind="stable")[:depth]
+    vector = [(keys[index], float(similarities[index])) for index in order]
+    if request.min_similarity is not None:
+        vector = [(key, similarity) for key, similarity in vector if similarity >= request.min_similarity]
+    fused = ranking.fuse(vector=vector, keyword=keyword, top_k=request.top_k)
+    return fused, len(keys)
+
+
+def _bm25(*, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int) -> list[tuple[int, float]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            ranking.BM25_SQL,
+            {"tenant": tenant.pk, "conversations": scope.conversation_pks, "query": query, "limit": limit, "top": top},
+        )
+        return [(key, float(score)) for key, score in cursor.fetchall()]
+
+
+def _hits(*, tenant: Tenant, ranked: list[ranking.Ranked]) -> list[SearchHit]:
+    if not ranked:
+        return []
+    rows = {
+        row.pk: row
+        for row in Message.objects.for_tenant(tenant)
+        .filter(pk__in=[item.key for item in ranked])
+        .select_related("conversation")
+        .only("message_id", "seq", "role", "content", "created_at", "metadata", "conversation__conversation_id")
+    }
+    hits = []
+    for item in ranked:
+        row = rows.get(item.key)
+        if row is None:  # erased between ranking and reading
+            continue
+        hits.append(
+            SearchHit(
+                message_id=str(row.message_id),
+                conversation_id=row.conversation.conversation_id,
+                seq=row.seq,
+                role=row.role,
+                content=row.content,
+                created_at=row.created_at,
+                metadata=row.metadata,
+                similarity=None if item.similarity is None else round(item.similarity, 6),
+                keyword_score=None if item.keyword_score is None else round(item.keyword_score, 6),
+                score=round(item.score, 6),
+            )
+        )
+    return hits

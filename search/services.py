@@ -1,0 +1,166 @@
+"""Writing embeddings: after a worker persists messages, and when a tenant changes model.
+
+Contract
+--------
+* ``conversation_embed`` embeds every searchable message of a conversation that has no vector under
+  the model yet, in batches of ``MEMORY_EMBEDDING_BATCH``. It is idempotent (the unique constraint
+  and ``ignore_conflicts``), safe to run twice at once, and a message erased meanwhile is skipped.
+* ``tenant_reembed`` computes every vector of a tenant under a model, then makes that model the
+  tenant's and removes the vectors of any other. Search keeps answering throughout: until the switch
+  it reads the old model's rows, after it the new.
+* ``embeddings_backfill`` finds recently persisted messages that have no vector (a publish that
+  failed, a worker that was down) and queues their conversations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+import structlog
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from conversations.models import Conversation, Message
+from search import embeddings
+from search.models import MessageEmbedding
+from search.selectors import SEARCHED_ROLES
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+
+def _missing(*, tenant: Tenant, model: str):  # noqa: ANN202 - a queryset of messages
+    return (
+        Message.objects.for_tenant(tenant)
+        .filter(role__in=SEARCHED_ROLES)
+        .exclude(content="")
+        .exclude(embeddings__model=model)
+    )
+
+
+def conversation_embed(*, tenant: Tenant, conversation_id: str, model: str | None = None) -> int:
+    """Embed what is missing of one conversation; returns the vectors written."""
+    model = model if model is not None else tenant.setting("MEMORY_EMBEDDING_MODEL")
+    if not model:
+        return 0
+    conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).only("pk").first()
+    if conversation is None:
+        return 0  # erased: nothing to embed
+    return _embed(tenant=tenant, model=model, messages=_missing(tenant=tenant, model=model).filter(conversation=conversation))
+
+
+def _embed(*, tenant: Tenant, model: str, messages, progress: Callable[[int], None] | None = None) -> int:  # noqa: ANN001
+    batch = settings.MEMORY_EMBEDDING_BATCH
+    written = 0
+    last_pk = 0
+    while True:
+        rows = list(
+            messages.filter(pk__gt=last_pk)
+            .order_by("pk")
+            .only("pk", "conversation_id", "seq", "role", "content", "created_at", "metadata")[:batch]
+        )
+        if not rows:
+            return written
+        last_pk = rows[-1].pk
+        texts = [
+            embeddings.document_text(role=row.role, content=row.content, created_at=row.created_at, metadata=row.metadata)
+            for row in rows
+        ]
+        started = time.perf_counter()
+        vectors = embeddings.embed_documents(model, texts)
+        written += _store(tenant=tenant, model=model, rows=rows, vectors=vectors)
+        logger.info(
+            "messages_embedded",
+            tenant=tenant.slug,
+            model=model,
+            count=len(rows),
+            milliseconds=round((time.perf_counter() - started) * 1000, 1),
+        )
+        if progress is not None:
+            progress(len(rows))
+
+
+def _store(*, tenant: Tenant, model: str, rows: list[Message], vectors) -> int:  # noqa: ANN001
+    objects = [
+        MessageEmbedding(
+            tenant=tenant,
+            conversation_id=row.conversation_id,
+            message_id=row.pk,
+            seq=row.seq,
+            model=model,
+            dimensions=int(vector.shape[0]),
+            vector=embeddings.to_bytes(vector),
+        )
+        for row, vector in zip(rows, vectors, strict=True)
+    ]
+    try:
+        with transaction.atomic():
+            MessageEmbedding.unscoped.bulk_create(objects, ignore_conflicts=True)  # this tenant's rows only
+    except IntegrityError:
+        # A message was erased after it was read: keep the vectors of those that still exist.
+        alive = set(Message.objects.for_tenant(tenant).filter(pk__in=[row.pk for row in rows]).values_list("pk", flat=True))
+        objects = [item for item in objects if item.message_id in alive]
+        MessageEmbedding.unscoped.bulk_create(objects, ignore_conflicts=True)  # this tenant's rows only
+    return len(objects)
+
+
+@dataclass(frozen=True)
+class ReembedSummary:
+    model: str
+    embedded: int
+    removed: int
+    seconds: float
+
+
+def tenant_reembed(
+    *, tenant: Tenant, model: str, conversation_id: str | None = None, progress: Callable[[int], None] | None = None
+) -> ReembedSummary:
+    """Embed the whole tenant (or one conversation) under ``model``; for the whole tenant, switch it to
+    that model and drop the vectors of any other."""
+    embeddings.model_spec(model)  # an unknown name fails before any work
+    started = time.perf_counter()
+    messages = _missing(tenant=tenant, model=model)
+    if conversation_id is not None:
+        messages = messages.filter(conversation__conversation_id=conversation_id)
+    embedded = _embed(tenant=tenant, model=model, messages=messages, progress=progress)
+    removed = 0
+    if conversation_id is None:
+        with transaction.atomic():
+            tenant.settings = {**tenant.settings, "MEMORY_EMBEDDING_MODEL": model}
+            tenant.save(update_fields=["settings"])
+            removed = MessageEmbedding.objects.for_tenant(tenant).exclude(model=model).delete()[0]
+    logger.info("tenant_reembedded", tenant=tenant.slug, model=model, embedded=embedded, removed=removed)
+    return ReembedSummary(model=model, embedded=embedded, removed=removed, seconds=time.perf_counter() - started)
+
+
+def reembed_pending_count(*, tenant: Tenant, model: str, conversation_id: str | None = None) -> int:
+    messages = _missing(tenant=tenant, model=model)
+    if conversation_id is not None:
+        messages = messages.filter(conversation__conversation_id=conversation_id)
+    return messages.count()
+
+
+def embeddings_backfill(*, within: timedelta = timedelta(days=1)) -> int:
+    """Queue every conversation with a recently persisted message that has no vector; returns how many."""
+    from search import tasks
+
+    queued = 0
+    since = timezone.now() - within
+    for tenant in Tenant.objects.filter(active=True):
+        model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+        if not model:
+            continue
+        conversation_ids = (
+            _missing(tenant=tenant, model=model)
+            .filter(persisted_at__gte=since)
+            .values_list("conversation__conversation_id", flat=True)
+            .distinct()
+        )
+        for conversation_id in conversation_ids:
+            tasks.conversation_embed.apply_async(args=[tenant.pk, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
+            queued += 1
+    return queued

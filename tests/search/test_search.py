@@ -1,0 +1,244 @@
+"""Search over past messages: seed 003's semantic search, BM25 and their fusion, with the real
+all-MiniLM-L6-v2 model, on the test PostgreSQL."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from conversations import services as conversation_services
+from conversations.models import Conversation, Message
+from search import selectors, services
+from search.models import MessageEmbedding
+from tests.factories import conversation_with_messages
+
+pytestmark = pytest.mark.django_db
+
+FACTS = [
+    ("user", "Caroline", "I adopted a puppy last Saturday, his name is Rex!"),
+    ("assistant", "Melanie", "That's wonderful! What breed is he?"),
+    ("user", "Caroline", "A golden retriever, three months old and already chewing every shoe."),
+    ("assistant", "Melanie", "I went to Lisbon on 12 March for a pottery conference."),
+    ("user", "Caroline", "My brother Tomasz moved to Denver in 2021 for a job at Vestas."),
+    ("assistant", "Melanie", "Our order number for the new kiln is 88341, it should arrive in June."),
+]
+
+
+def conversation_of_facts(tenant, conversation_id="s1", user_id="caroline", rows=FACTS, start=None):
+    conversation = Conversation.objects.for_tenant(tenant).create(
+        tenant=tenant, conversation_id=conversation_id, user_id=user_id, message_count=len(rows), last_seq=len(rows)
+    )
+    start = start or datetime(2023, 5, 8, 14, 0, tzinfo=UTC)
+    Message.objects.for_tenant(tenant).bulk_create(
+        Message(
+            tenant=tenant,
+            conversation=conversation,
+            seq=seq,
+            role=role,
+            content=content,
+            metadata={"name": name},
+            created_at=start + timedelta(minutes=seq),
+            token_count=len(content.split()),
+        )
+        for seq, (role, name, content) in enumerate(rows, start=1)
+    )
+    services.conversation_embed(tenant=tenant, conversation_id=conversation_id)
+    return conversation
+
+
+def search(tenant, query, conversation_id="s1", **given):
+    return selectors.memory_search(
+        tenant=tenant, request=selectors.SearchRequest.for_tenant(tenant, query=query, **given), conversation_id=conversation_id
+    )
+
+
+def test_every_user_and_assistant_message_gets_one_vector_with_its_model_and_dimension(tenant):
+    conversation_of_facts(tenant)
+    vectors = MessageEmbedding.objects.for_tenant(tenant)
+    assert vectors.count() == len(FACTS)
+    assert set(vectors.values_list("model", "dimensions")) == {("all-MiniLM-L6-v2", 384)}
+    assert all(len(bytes(vector)) == 384 * 4 for vector in vectors.values_list("vector", flat=True))
+
+
+def test_embedding_twice_writes_nothing_more(tenant):
+    conversation_of_facts(tenant)
+    assert services.conversation_embed(tenant=tenant, conversation_id="s1") == 0
+    assert MessageEmbedding.objects.for_tenant(tenant).count() == len(FACTS)
+
+
+def test_tool_and_system_messages_and_empty_answers_are_not_embedded(tenant):
+    conversation_with_messages(
+        tenant,
+        "tools",
+        rows=[("system", "You are helpful.", {}), ("user", "Weather?", {}), ("assistant", "", {}), ("tool", '{"t": 21}', {})],
+    )
+    assert services.conversation_embed(tenant=tenant, conversation_id="tools") == 1
+
+
+def test_an_erased_conversation_embeds_nothing_and_raises_nothing(tenant):
+    assert services.conversation_embed(tenant=tenant, conversation_id="never-was") == 0
+
+
+def test_semantic_search_finds_a_paraphrase_above_the_threshold(tenant):
+    conversation_of_facts(tenant)
+    result = search(tenant, "What kind of dog does Caroline have?", mode="semantic")
+    assert result.hits, "nothing at or above 0.45"
+    assert "golden retriever" in result.hits[0].content or "Rex" in result.hits[0].content
+    assert all(hit.similarity >= 0.45 for hit in result.hits)
+    assert result.query_embedding_dim == 384
+
+
+def test_semantic_search_returns_nothing_below_the_threshold(tenant):
+    conversation_of_facts(tenant)
+    assert search(tenant, "quantum chromodynamics lattice gauge", mode="semantic").hits == []
+    assert search(tenant, "quantum chromodynamics lattice gauge", mode="semantic", min_similarity=-1.0).hits
+
+
+def test_top_k_bounds_the_hits(tenant):
+    conversation_of_facts(tenant)
+    assert len(search(tenant, "Caroline", mode="semantic", min_similarity=-1.0, top_k=2).hits) == 2
+
+
+def test_semantic_search_considers_only_the_newest_vectors_up_to_the_fetch_limit(tenant):
+    conversation_of_facts(tenant)
+    result = search(tenant, "puppy named Rex", mode="semantic", vector_fetch_limit=2, min_similarity=-1.0, scope="conversation")
+    assert result.candidates == 2
+    assert {hit.seq for hit in result.hits} <= {5, 6}
+
+
+def test_a_short_conversation_is_extended_with_the_users_other_conversations(tenant):
+    conversation_of_facts(tenant, "old-session")
+    conversation_of_facts(tenant, "today", rows=[("user", "Caroline", "Good morning!")], start=datetime(2023, 7, 1, tzinfo=UTC))
+    result = search(tenant, "Where did Tomasz move?", conversation_id="today", mode="semantic")
+    assert result.hits[0].conversation_id == "old-session"
+    assert "Denver" in result.hits[0].content
+
+
+def test_a_conversation_past_the_trigger_is_searched_alone(tenant):
+    conversation_of_facts(tenant, "old-session")
+    conversation_of_facts(tenant, "today", rows=[("user", "Caroline", "Good morning!")], start=datetime(2023, 7, 1, tzinfo=UTC))
+    result = search(tenant, "Where did Tomasz move?", conversation_id="today", mode="semantic", cross_session_trigger=1)
+    assert {hit.conversation_id for hit in result.hits} <= {"today"}
+
+
+def test_another_users_conversations_are_never_searched(tenant):
+    conversation_of_facts(tenant, "bob-session", user_id="bob")
+    conversation_of_facts(tenant, "today", rows=[("user", "Caroline", "Good morning!")])
+    for mode in ("semantic", "hybrid", "keyword"):
+        assert {hit.conversation_id for hit in search(tenant, "Tomasz Denver", conversation_id="today", mode=mode).hits} <= {"today"}
+
+
+def test_keyword_search_finds_an_order_number_the_vectors_rank_low(tenant):
+    conversation_of_facts(tenant)
+    keyword = search(tenant, "88341", mode="keyword")
+    assert [hit.seq for hit in keyword.hits] == [6]
+    assert keyword.hits[0].keyword_score > 0
+    hybrid = search(tenant, "What happened with 88341?")
+    assert hybrid.hits[0].seq == 6
+
+
+def test_hybrid_carries_both_scores_and_orders_by_the_fused_one(tenant):
+    conversation_of_facts(tenant)
+    result = search(tenant, "Rex the puppy")
+    assert result.mode == "hybrid"
+    top = result.hits[0]
+    assert top.seq == 1 and top.similarity is not None and top.keyword_score is not None
+    assert [hit.score for hit in result.hits] == sorted((hit.score for hit in result.hits), reverse=True)
+
+
+def test_a_query_of_stop_words_alone_finds_nothing_by_keyword(tenant):
+    conversation_of_facts(tenant)
+    assert search(tenant, "the of and", mode="keyword").hits == []
+
+
+def test_messages_not_embedded_yet_are_found_by_their_words(tenant):
+    conversation_of_facts(tenant)
+    MessageEmbedding.objects.for_tenant(tenant).filter(seq=5).delete()
+    assert search(tenant, "Tomasz Vestas").hits[0].seq == 5
+
+
+def test_the_tenants_settings_are_the_defaults_and_a_request_overrides_them(tenant):
+    conversation_of_facts(tenant)
+    tenant.settings = {"MEMORY_TOP_K": 1, "MEMORY_SEARCH_MODE": "semantic", "MEMORY_SIMILARITY_THRESHOLD": -1.0}
+    tenant.save()
+    result = search(tenant, "pottery")
+    assert result.mode == "semantic" and len(result.hits) == 1
+    assert len(search(tenant, "pottery", top_k=3).hits) == 3
+
+
+def test_another_tenants_messages_never_appear(tenant, other_tenant):
+    conversation_of_facts(other_tenant, "s1", user_id="caroline")
+    conversation_of_facts(tenant, "s1", user_id="caroline", rows=[("user", "Caroline", "Hello there")])
+    for mode in ("semantic", "hybrid", "keyword"):
+        hits = search(tenant, "Rex puppy golden retriever", mode=mode, min_similarity=-1.0).hits
+        assert [hit.content for hit in hits] in ([], ["Hello there"])
+
+
+def test_an_unscoped_query_of_vectors_raises(tenant):
+    with pytest.raises(Exception, match="tenant"):
+        list(MessageEmbedding.objects.all())
+
+
+def test_erasing_a_conversation_erases_its_vectors(tenant):
+    conversation_of_facts(tenant)
+    conversation_services.conversation_erase(tenant=tenant, conversation_id="s1")
+    assert not MessageEmbedding.unscoped.filter(tenant=tenant).exists()  # every row of this tenant
+
+
+def test_a_message_is_embedded_with_its_date_and_speaker(tenant):
+    from search import embeddings
+
+    message = Message.objects.for_tenant(tenant).model(
+        role="user", content="I adopted a puppy", metadata={"name": "Caroline"}, created_at=datetime(2023, 5, 8, tzinfo=UTC)
+    )
+    text = embeddings.document_text(role=message.role, content=message.content, created_at=message.created_at, metadata=message.metadata)
+    assert text == "[2023-05-08] Caroline: I adopted a puppy"
+    assert embeddings.speaker_of("assistant", {}) == "assistant"
+
+
+def test_reembedding_with_another_model_switches_the_tenant_and_drops_the_old_vectors(tenant):
+    conversation_of_facts(tenant)
+    model = "tests.search.fakes:openai_like"
+    call_command("reembed", "--tenant", tenant.slug, "--model", model)
+    tenant.refresh_from_db()
+    assert tenant.setting("MEMORY_EMBEDDING_MODEL") == model
+    vectors = MessageEmbedding.objects.for_tenant(tenant)
+    assert set(vectors.values_list("model", "dimensions")) == {(model, 1536)}
+    assert vectors.count() == len(FACTS)
+    result = search(tenant, "Lisbon pottery conference", mode="semantic")
+    assert result.query_embedding_dim == 1536 and result.hits[0].seq == 4
+
+
+def test_reembedding_names_an_unknown_model_and_changes_nothing(tenant):
+    conversation_of_facts(tenant)
+    with pytest.raises(CommandError, match="Unknown embedding model 'nope'"):
+        call_command("reembed", "--tenant", tenant.slug, "--model", "nope")
+    with pytest.raises(CommandError, match="No tenant"):
+        call_command("reembed", "--tenant", "nobody")
+    assert set(MessageEmbedding.objects.for_tenant(tenant).values_list("model", flat=True)) == {"all-MiniLM-L6-v2"}
+
+
+def test_a_persisted_batch_queues_its_vectors_and_a_summary_check_on_the_derived_queue(tenant, api, settings):
+    from tests.conftest import run_queued_tasks, take_queued_tasks
+
+    response = api.post(
+        "/api/v1/conversations/c1/messages/", {"messages": [{"role": "user", "content": "hi"}], "user_id": "u"}, format="json"
+    )
+    assert response.status_code == 201
+    assert take_queued_tasks(settings.MEMORY_DERIVED_QUEUE) == []  # nothing before the worker persisted it
+    run_queued_tasks()
+    queued = take_queued_tasks(settings.MEMORY_DERIVED_QUEUE)
+    assert sorted(name for name, _ in queued) == ["search.tasks.conversation_embed", "summaries.tasks.conversation_summarize"]
+    assert all(args == [tenant.pk, "c1"] for _, args in queued)
+
+
+def test_the_backfill_queues_conversations_with_messages_missing_vectors(tenant, settings):
+    from tests.conftest import take_queued_tasks
+
+    conversation_of_facts(tenant)
+    MessageEmbedding.objects.for_tenant(tenant).filter(seq=2).delete()
+    conversation_with_messages(tenant, "complete")
+    Message.objects.for_tenant(tenant).filter(conversation__conversation_id="complete").delete()
+    assert services.embeddings_backfill() == 1
+    assert take_queued_tasks(settings.MEMORY_DERIVED_QUEUE) == [("search.tasks.conversation_embed", [tenant.pk, "s1"])]
