@@ -172,7 +172,7 @@ def build(*, history: Sequence[dict[str, Any]], request: ContextRequest, older_t
             break
         # Token merges across the joined system text can cost a token or two more than the parts.
         if summary:
-            summary = _cut(summary, max(0, tokens.count(summary) - (estimated - request.max_tokens)))
+            summary = tokens.truncate(summary, max(0, tokens.count(summary) - (estimated - request.max_tokens)))
             summary = summary or None
         else:
             kept = kept[1:]
@@ -244,7 +244,7 @@ def summarize(turns: Sequence[Sequence[dict[str, Any]]], *, budget: int) -> str:
         if used + tokens.count("\n" + note) <= budget:
             kept.insert(0, note)
     text = "\n".join([header, *kept])
-    return _cut(text, budget)
+    return tokens.truncate(text, budget)
 
 
 def _turn_line(turn: Sequence[dict[str, Any]]) -> str:
@@ -264,23 +264,10 @@ def _turn_line(turn: Sequence[dict[str, Any]]) -> str:
 def _quote(text: str) -> str:
     # A token is rarely over 20 characters: the quote is cut from a prefix, not the whole message.
     flat = " ".join(text[: SUMMARY_QUOTE_TOKENS * 20 + 1].split())
-    cut = _cut(flat, SUMMARY_QUOTE_TOKENS)
+    cut = tokens.truncate(flat, SUMMARY_QUOTE_TOKENS)
     if len(text) > SUMMARY_QUOTE_TOKENS * 20 and cut == flat:
         return cut + "…"
     return cut if cut == flat else cut.rstrip() + "…"
-
-
-def _cut(text: str, budget: int) -> str:
-    """The longest prefix of ``text`` that encodes to at most ``budget`` tokens."""
-    if budget <= 0:
-        return ""
-    encoded = tokens.encode(text)
-    if len(encoded) <= budget:
-        return text
-    prefix = tokens.decode(encoded[:budget])
-    while prefix and tokens.count(prefix) > budget:  # a cut inside a multi-byte character
-        prefix = prefix[:-1]
-    return prefix
 
 
 def _system_text(system_prompt: str | None, summary: str | None) -> str | None:

@@ -7,6 +7,7 @@ and identical in Redis and PostgreSQL. Tenant-owned models refuse unscoped queri
 (``tenants.managers``).
 """
 
+import hashlib
 import uuid
 
 from django.contrib.postgres.indexes import GinIndex
@@ -115,12 +116,18 @@ class Message(models.Model):
         return f"{self.conversation_id}#{self.seq} {self.role}"
 
 
+def tombstone_key(conversation_id: str) -> str:
+    """What a tombstone keeps of a conversation id: a digest, so an erased conversation (or user)
+    leaves nothing readable behind, while a queued task can still be matched against it."""
+    return "sha256:" + hashlib.sha256(conversation_id.encode()).hexdigest()
+
+
 class Tombstone(models.Model):
     """An erased conversation, or its cleared messages: persist tasks still queued for it with an
-    older seq (or memory revision) are dropped."""
+    older seq (or memory revision) are dropped. Found by ``tombstone_key(conversation_id)``."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    conversation_id = models.CharField(max_length=200)
+    conversation_key = models.CharField(max_length=200)
     erased_before_seq = models.BigIntegerField()
     # Memory saves older than this are dropped too (0: the messages were cleared, the memory kept).
     memory_erased_before = models.BigIntegerField(default=0)
@@ -131,11 +138,11 @@ class Tombstone(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "conversation_id"], name="tombstone_unique_per_conversation"),
+            models.UniqueConstraint(fields=["tenant", "conversation_key"], name="tombstone_unique_per_conversation"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant_id}:{self.conversation_id} erased before {self.erased_before_seq}"
+        return f"{self.tenant_id}:{self.conversation_key[:19]} erased before {self.erased_before_seq}"
 
 
 class CacheRepair(models.Model):

@@ -6,6 +6,7 @@ is warm, cold or down. On a miss, one reader per conversation rebuilds the list 
 PostgreSQL and do not wait).
 """
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterator
@@ -159,16 +160,26 @@ def conversation_llm_window(*, tenant: Tenant, conversation_id: str, limit: int,
 
 
 def conversation_context(
-    *, tenant: Tenant, conversation_id: str, request: context.ContextRequest, checkpoint_namespace: str | None = None
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    request: context.ContextRequest,
+    checkpoint_namespace: str | None = None,
+    use_memory: bool = False,
+    top_k: int | None = None,
 ) -> dict[str, Any]:
     """Seed 001 ``build_agent_context``: the messages to send and what they were built from, and with
     ``checkpoint_namespace`` the agent's latest checkpoint there (seed 004's ingest merges it).
 
     Served from the context cache while the conversation has not changed since it was built (its
     version guards the entry); otherwise built from the window and cached. The checkpoint is read
-    fresh every time.
+    fresh every time. With ``use_memory`` (seed 003) the system message also carries the summaries,
+    the user's facts and the older messages most relevant to the query, within a quarter of the
+    budget, and the answer carries the memory bundle and seed 003's rendered prompt; facts change
+    without the conversation changing, so such a context is never served from the cache.
     """
-    answer = _context(tenant=tenant, conversation_id=conversation_id, request=request)
+    memory = {"top_k": top_k} if use_memory else None
+    answer = _context(tenant=tenant, conversation_id=conversation_id, request=request, memory=memory)
     if checkpoint_namespace is not None:
         from checkpoints.selectors import checkpoint_latest
 
@@ -181,10 +192,14 @@ def conversation_context(
     return answer
 
 
-def _context(*, tenant: Tenant, conversation_id: str, request: context.ContextRequest) -> dict[str, Any]:
+def _context(
+    *, tenant: Tenant, conversation_id: str, request: context.ContextRequest, memory: dict[str, Any] | None = None
+) -> dict[str, Any]:
     parameters = {"conversation_id": conversation_id, **request.__dict__}
     version = None
     try:
+        if memory is not None:
+            raise cache.CacheUnavailable("a context with long-term memory is not cached")
         cached = cache.get_context(tenant_slug=tenant.slug, conversation_id=conversation_id, parameters=parameters)
         metrics.track_cache(tenant=tenant.slug, data_type="context", hit=cached.context is not None)
         if cached.context is not None:
@@ -192,11 +207,17 @@ def _context(*, tenant: Tenant, conversation_id: str, request: context.ContextRe
             return cached.context | {"cached": True}
         version = cached.version
     except cache.CacheUnavailable:
-        metrics.track_cache(tenant=tenant.slug, data_type="context", hit=None)
+        if memory is None:
+            metrics.track_cache(tenant=tenant.slug, data_type="context", hit=None)
     turns_wanted = request.short_term_turns + request.long_term_turns
     history, older_turns, source = _context_history(tenant=tenant, conversation_id=conversation_id, turns_wanted=turns_wanted)
     if request.query is not None and history and history[-1]["role"] == "user" and history[-1]["content"] == request.query:
         history = history[:-1]  # the current message, stored before asking: sent once, as the query
+    bundle = rendered_prompt = None
+    if memory is not None:
+        bundle, rendered_prompt, request = _with_memory(
+            tenant=tenant, conversation_id=conversation_id, request=request, history=history, top_k=memory["top_k"]
+        )
     built = context.build(history=history, request=request, older_turns=older_turns)
     answer = {
         "conversation_id": conversation_id,
@@ -225,6 +246,8 @@ def _context(*, tenant: Tenant, conversation_id: str, request: context.ContextRe
         estimated_tokens=built.estimated_tokens,
         max_tokens=request.max_tokens,
     )
+    if bundle is not None:
+        answer |= {"memory": bundle, "rendered_prompt": rendered_prompt}
     if version is not None:
         try:
             cache.set_context(
@@ -238,6 +261,28 @@ def _context(*, tenant: Tenant, conversation_id: str, request: context.ContextRe
         except cache.CacheUnavailable:
             pass
     return answer | {"cached": False}
+
+
+def _with_memory(
+    *, tenant: Tenant, conversation_id: str, request: context.ContextRequest, history: list[dict[str, Any]], top_k: int | None
+) -> tuple[dict[str, Any], str, context.ContextRequest]:
+    from conversations import memory_bundle
+
+    owner = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).values("user_id", "metadata").first()
+    user_id = owner["user_id"] if owner else ""
+    location = (owner or {}).get("metadata", {}).get("location")
+    bundle = memory_bundle.memory_bundle(
+        tenant=tenant, conversation_id=conversation_id, user_id=user_id, query=request.query, history=history, top_k=top_k
+    )
+    in_full = {message["id"] for message in history[-2 * max(1, request.short_term_turns) :]}
+    block = memory_bundle.relevant_context_block(bundle, exclude=in_full, max_tokens=request.max_tokens // 4)
+    rendered = memory_bundle.render_prompt(
+        bundle, query=request.query, history=history, location=location if isinstance(location, str) else None
+    )
+    if block:
+        system_prompt = f"{request.system_prompt}\n\n{block}" if request.system_prompt else block
+        request = dataclasses.replace(request, system_prompt=system_prompt)
+    return bundle, rendered, request
 
 
 def _context_history(*, tenant: Tenant, conversation_id: str, turns_wanted: int) -> tuple[list[dict[str, Any]], int, str]:

@@ -20,17 +20,18 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from conversations import cache, metrics, tokens
 from conversations.exceptions import Conflict, NotFound, ServiceUnavailable
-from conversations.models import CacheRepair, Conversation, DeadLetter, Message, Tombstone
+from conversations.models import CacheRepair, Conversation, DeadLetter, Message, Tombstone, tombstone_key
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -220,7 +221,7 @@ def _database_seq_floor(*, tenant: Tenant, conversation_id: str) -> int:
     )
     tombstone = (
         Tombstone.objects.for_tenant(tenant)
-        .filter(conversation_id=conversation_id)
+        .filter(conversation_key=tombstone_key(conversation_id))
         .values_list("erased_before_seq", flat=True)
         .first()
     )
@@ -372,7 +373,7 @@ def messages_persist(*, payload: dict[str, Any]) -> int:
     conversation_id = payload["conversation_id"]
     messages = payload["messages"]
     with transaction.atomic():
-        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_id=conversation_id).first()
+        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_key=tombstone_key(conversation_id)).first()
         erased = [m for m in messages if tombstone and m["seq"] < tombstone.erased_before_seq]
         live = [m for m in messages if m not in erased]
         if not live:
@@ -532,7 +533,7 @@ def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = F
     limit = settings.MEMORY_CACHE_LIST_LIMIT
     snapshot = cache.snapshot(tenant_slug=tenant.slug, conversation_id=conversation_id)
     conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
-    tombstone = Tombstone.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
+    tombstone = Tombstone.objects.for_tenant(tenant).filter(conversation_key=tombstone_key(conversation_id)).first()
     rows = []
     if conversation is not None:
         rows = [
@@ -697,16 +698,26 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str, messages_only: b
                 raise NotFound(f"Conversation {conversation_id} does not exist.")
             if conversation is not None:
                 erased_before = max(erased_before, conversation.last_seq + 1)
-            deleted = Message.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id).delete()[0]
+            # Counted apart from what goes with the messages (their vectors).
+            deleted = (
+                Message.objects.for_tenant(tenant)
+                .filter(conversation__conversation_id=conversation_id)
+                .delete()[1]
+                .get(Message._meta.label, 0)
+            )
             if messages_only:
+                from summaries.models import Summary
+
                 Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).update(
                     message_count=0, token_count=0, last_seq=erased_before, updated_at=timezone.now()
                 )
+                # Summaries quote the messages: they go with them (vectors go by cascade).
+                Summary.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id).delete()
             else:
                 Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
             tombstone, created = Tombstone.objects.for_tenant(tenant).get_or_create(
                 tenant=tenant,
-                conversation_id=conversation_id,
+                conversation_key=tombstone_key(conversation_id),
                 defaults={"erased_before_seq": erased_before, "memory_erased_before": 0 if messages_only else erased_before},
             )
             if not created:
@@ -740,6 +751,86 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str, messages_only: b
         cache_keys=keys,
     )
     return EraseResult(messages=deleted, cache_keys=keys)
+
+
+@dataclass(frozen=True)
+class UserEraseResult:
+    conversations: int
+    messages: int
+    embeddings: int
+    summaries: int
+    checkpoints: int
+    facts: int
+    dead_letters: int
+    cache_keys: int
+
+
+def user_erase(*, tenant: Tenant, user_id: str) -> UserEraseResult:
+    """Erase one user of a tenant everywhere: each of their conversations as ``conversation_erase``
+    does (rows, cache keys, queued writes; with them their vectors, summaries and checkpoints), their
+    facts and fact history, and the dead letters of their conversations. What stays is a tombstone per
+    conversation holding a digest of its id, never the id. Repeating it erases what arrived since.
+    """
+    from checkpoints.models import Checkpoint
+    from facts.services import user_facts_erase
+    from search.models import MessageEmbedding
+    from summaries.models import Summary
+
+    conversation_ids = list(
+        Conversation.objects.for_tenant(tenant).filter(user_id=user_id).values_list("conversation_id", flat=True)
+    )
+    owned = {"conversation__tenant": tenant, "conversation__user_id": user_id}
+    embeddings = MessageEmbedding.objects.for_tenant(tenant).filter(**owned).count()
+    summaries = Summary.objects.for_tenant(tenant).filter(**owned).count()
+    checkpoints = Checkpoint.objects.for_tenant(tenant).filter(**owned).count()
+    messages = cache_keys = 0
+    for conversation_id in conversation_ids:
+        try:
+            result = conversation_erase(tenant=tenant, conversation_id=conversation_id)
+        except NotFound:
+            continue  # erased meanwhile
+        messages += result.messages
+        cache_keys += result.cache_keys
+    facts = user_facts_erase(tenant=tenant, user_id=user_id)
+    dead_letters = (
+        DeadLetter.objects.for_tenant(tenant)
+        .filter(Q(payload__conversation_id__in=conversation_ids) | Q(payload__user_id=user_id))
+        .delete()[0]
+    )
+    logger.info("user_erased", tenant=tenant.slug, conversations=len(conversation_ids), messages=messages, facts=facts)
+    return UserEraseResult(
+        conversations=len(conversation_ids),
+        messages=messages,
+        embeddings=embeddings,
+        summaries=summaries,
+        checkpoints=checkpoints,
+        facts=facts,
+        dead_letters=dead_letters,
+        cache_keys=cache_keys,
+    )
+
+
+def retention_sweep(*, now: datetime | None = None) -> int:
+    """Erase every conversation idle for longer than its tenant's ``MEMORY_RETENTION_DAYS`` (0: kept);
+    returns how many. Each goes as ``conversation_erase`` erases it, so nothing is left behind."""
+    now = now or timezone.now()
+    erased = 0
+    for tenant in Tenant.objects.all():
+        days = tenant.setting("MEMORY_RETENTION_DAYS")
+        if not days:
+            continue
+        expired = Conversation.objects.for_tenant(tenant).filter(updated_at__lt=now - timedelta(days=days))
+        count = 0
+        for conversation_id in list(expired.values_list("conversation_id", flat=True)):
+            try:
+                conversation_erase(tenant=tenant, conversation_id=conversation_id)
+            except NotFound:
+                continue
+            count += 1
+        if count:
+            logger.info("retention_swept", tenant=tenant.slug, days=days, conversations=count)
+        erased += count
+    return erased
 
 
 # --- Memory document (seed 002 save_memory) -----------------------------------------------------
@@ -824,7 +915,7 @@ def memory_persist(*, payload: dict[str, Any]) -> bool:
     """Store a memory document unless a newer revision is already stored (idempotent)."""
     tenant_id, conversation_id = payload["tenant_id"], payload["conversation_id"]
     with transaction.atomic():
-        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_id=conversation_id).first()
+        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_key=tombstone_key(conversation_id)).first()
         if tombstone and payload["revision"] < tombstone.memory_erased_before:
             return False
         conversation = _conversation_for_update(

@@ -32,7 +32,8 @@ def _run_with_dead_letter(task: Task, service: Callable[..., Any], payload: dict
     except TRANSIENT as error:
         if task.request.retries < settings.MEMORY_PERSIST_MAX_RETRIES:
             logger.warning("task_retry", task=task.name, attempt=task.request.retries + 1, error=str(error))
-            raise task.retry(exc=error, countdown=_backoff(task.request.retries), max_retries=None) from error
+            # The bound is ours (above); the task's own max_retries is None so Celery never cuts in first.
+            raise task.retry(exc=error, countdown=_backoff(task.request.retries)) from error
         failure = error
     except Exception as error:  # anything else cannot be fixed by a retry: keep it for an operator
         failure = error
@@ -44,12 +45,12 @@ def _run_with_dead_letter(task: Task, service: Callable[..., Any], payload: dict
     return None
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="conversations.tasks.messages_persist")
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.messages_persist")
 def messages_persist(self: Task, payload: dict[str, Any]) -> int | None:
     return _run_with_dead_letter(self, services.messages_persist, payload)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, name="conversations.tasks.memory_persist")
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.memory_persist")
 def memory_persist(self: Task, payload: dict[str, Any]) -> bool | None:
     return _run_with_dead_letter(self, services.memory_persist, payload)
 
@@ -93,3 +94,14 @@ def tenant_cache_rebuild(tenant_id: int) -> int:
 )
 def cache_repair_sweep() -> int:
     return services.cache_repair_sweep()
+
+
+@shared_task(
+    acks_late=True,
+    name="conversations.tasks.retention_sweep",
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def retention_sweep() -> int:
+    return services.retention_sweep()

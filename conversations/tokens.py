@@ -20,3 +20,16 @@ def encode(text: str) -> list[int]:
 
 def decode(encoded: list[int]) -> str:
     return _encoding().decode(encoded)
+
+
+def truncate(text: str, budget: int) -> str:
+    """The longest prefix of ``text`` that encodes to at most ``budget`` tokens."""
+    if budget <= 0:
+        return ""
+    encoded = encode(text)
+    if len(encoded) <= budget:
+        return text
+    prefix = decode(encoded[:budget])
+    while prefix and count(prefix) > budget:  # a cut inside a multi-byte character
+        prefix = prefix[:-1]
+    return prefix

@@ -501,6 +501,8 @@ class _Launcher:
 
         logs = self.var_dir / "log"
         queue = os.environ.get("MEMORY_QUEUE", "memory")
+        # One worker serves both queues here: the write path's and derived memory's (vectors, summaries).
+        queue = f"{queue},{os.environ.get('MEMORY_DERIVED_QUEUE', f'{queue}-derived')}"
         web = ["memoryproject.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
         web += ["--workers", "2", "--threads", "4", "--access-logfile", "-"]
         worker = ["-A", "memoryproject", "worker", "--loglevel", "INFO", "--concurrency", "2", "-Q", queue]

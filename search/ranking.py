@@ -82,9 +82,7 @@ def cosine(query: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     return matrix @ query
 
 
-def cosine_top(
-    *, keys: list[int], similarities: np.ndarray, top_k: int, min_similarity: float | None
-) -> list[Ranked]:
+def cosine_top(*, keys: list[int], similarities: np.ndarray, top_k: int, min_similarity: float | None) -> list[Ranked]:
     """Seed 003's search: the ``top_k`` most similar at or above the threshold, best first."""
     order = np.argsort(-similarities, kind="stable")
     ranked = []
@@ -115,6 +113,5 @@ def fuse(
             scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank)
     best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:top_k]
     return [
-        Ranked(key=key, score=score, similarity=similarity.get(key), keyword_score=keyword_scores.get(key))
-        for key, score in best
+        Ranked(key=key, score=score, similarity=similarity.get(key), keyword_score=keyword_scores.get(key)) for key, score in best
     ]

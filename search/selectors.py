@@ -174,7 +174,11 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
     else:
         name = "user" if current["message_count"] < request.cross_session_trigger else "conversation"
     if name == "conversation" or not user_id:
-        return _Scope(name="conversation" if current else "user", conversation_pks=[current["pk"]] if current else [], current_pk=current and current["pk"])
+        return _Scope(
+            name="conversation" if current else "user",
+            conversation_pks=[current["pk"]] if current else [],
+            current_pk=current and current["pk"],
+        )
     others = list(conversations.filter(user_id=user_id).values_list("pk", flat=True).order_by("-updated_at"))
     if current and current["pk"] not in others:
         others.insert(0, current["pk"])
@@ -203,13 +207,15 @@ def _semantic(
     extend = scope.name == "user" or (scope.name == "auto" and len(rows) < request.cross_session_trigger)
     if others and extend and len(rows) < limit:
         rows += list(
-            vectors.filter(conversation_id__in=others).order_by("-message__created_at").values_list("message_id", "vector")[
-                : limit - len(rows)
-            ]
+            vectors.filter(conversation_id__in=others)
+            .order_by("-message__created_at")
+            .values_list("message_id", "vector")[: limit - len(rows)]
         )
     keys, matrix = _vectors(rows)
     similarities = ranking.cosine(query_vector, matrix)
-    return ranking.cosine_top(keys=keys, similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity), len(keys)
+    return ranking.cosine_top(
+        keys=keys, similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity
+    ), len(keys)
 
 
 def _hybrid(
@@ -220,7 +226,9 @@ def _hybrid(
     depth = max(100, request.top_k * 5)  # how deep each ranking goes into the fusion
     keyword = _bm25(tenant=tenant, scope=scope, query=request.query, limit=request.candidate_limit, top=depth)
     if request.mode == "keyword" or query_vector is None:
-        return [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]], len(keyword)
+        return [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]], len(
+            keyword
+        )
     rows = list(
         MessageEmbedding.objects.for_tenant(tenant)
         .filter(model=model, conversation_id__in=scope.conversation_pks)

@@ -34,12 +34,7 @@ logger = structlog.get_logger(__name__)
 
 
 def _missing(*, tenant: Tenant, model: str):  # noqa: ANN202 - a queryset of messages
-    return (
-        Message.objects.for_tenant(tenant)
-        .filter(role__in=SEARCHED_ROLES)
-        .exclude(content="")
-        .exclude(embeddings__model=model)
-    )
+    return Message.objects.for_tenant(tenant).filter(role__in=SEARCHED_ROLES).exclude(content="").exclude(embeddings__model=model)
 
 
 def conversation_embed(*, tenant: Tenant, conversation_id: str, model: str | None = None) -> int:

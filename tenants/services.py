@@ -81,6 +81,9 @@ OPERATOR_PERMISSIONS = {
         "change_deadletter",
     ],
     "checkpoints": ["view_checkpoint", "delete_checkpoint"],
+    "facts": ["view_userfact", "delete_userfact", "view_userfactchange"],
+    "summaries": ["view_summary"],
+    "search": ["view_messageembedding"],
 }
 
 

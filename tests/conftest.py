@@ -139,9 +139,7 @@ def worker(worker_env: dict[str, str], transactional_db: Any) -> CeleryWorker:
 @pytest.fixture
 def derived_worker(worker_env: dict[str, str], transactional_db: Any) -> CeleryWorker:
     """A running worker consuming the derived-memory queue (embeddings, summaries)."""
-    worker = _workers.setdefault(
-        "derived", CeleryWorker(env=worker_env, name="derived", queue_variable="MEMORY_DERIVED_QUEUE")
-    )
+    worker = _workers.setdefault("derived", CeleryWorker(env=worker_env, name="derived", queue_variable="MEMORY_DERIVED_QUEUE"))
     if not worker.running:
         worker.start()
     return worker

@@ -37,8 +37,10 @@ def test_the_celery_app_reads_the_write_path_settings():
     assert conf.worker_prefetch_multiplier == 1
     assert conf.task_default_delivery_mode == "persistent"
     assert conf.task_default_queue == settings.MEMORY_QUEUE
-    [queue] = conf.task_queues
-    assert (queue.name, queue.durable, queue.exchange.durable) == (settings.MEMORY_QUEUE, True, True)
+    assert [(queue.name, queue.durable, queue.exchange.durable) for queue in conf.task_queues] == [
+        (settings.MEMORY_QUEUE, True, True),
+        (settings.MEMORY_DERIVED_QUEUE, True, True),
+    ]
 
 
 def test_the_persist_tasks_are_acknowledged_late_and_rejected_when_their_worker_dies():

@@ -260,6 +260,18 @@ class EraseOutSerializer(serializers.Serializer):
     cache_keys_erased = serializers.IntegerField()
 
 
+class UserEraseOutSerializer(serializers.Serializer):
+    user_id = serializers.CharField()
+    conversations_erased = serializers.IntegerField()
+    messages_erased = serializers.IntegerField()
+    embeddings_erased = serializers.IntegerField()
+    summaries_erased = serializers.IntegerField()
+    checkpoints_erased = serializers.IntegerField()
+    facts_erased = serializers.IntegerField(help_text="Facts and their change history.")
+    dead_letters_erased = serializers.IntegerField()
+    cache_keys_erased = serializers.IntegerField()
+
+
 def check_text(value: str, *, field: str) -> str:
     if len(value) > settings.MEMORY_MAX_CONTENT_CHARS:
         raise LimitExceeded(
@@ -306,6 +318,15 @@ class ContextInSerializer(serializers.Serializer):
         trim_whitespace=False,
         help_text='Also answer the latest checkpoint of this namespace ("" is the root graph).',
     )
+    use_memory = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Seed 003: add summaries, the user's facts and the older messages relevant to the query to the system "
+        "message, and answer the memory bundle and the rendered prompt.",
+    )
+    top_k = serializers.IntegerField(
+        required=False, min_value=1, max_value=100, help_text="With use_memory: relevant messages to find. Default MEMORY_TOP_K."
+    )
 
     def validate_query(self, value: str) -> str:
         return check_text(value, field="query")
@@ -344,6 +365,11 @@ class ContextOutSerializer(serializers.Serializer):
     source = serializers.CharField()
     cached = serializers.BooleanField()
     checkpoint = serializers.DictField(required=False, allow_null=True, help_text="With checkpoint_namespace: the latest one.")
+    memory = serializers.DictField(
+        required=False,
+        help_text="With use_memory: seed 003's bundle (context, recent_messages, summaries, memories, query_embedding_dim).",
+    )
+    rendered_prompt = serializers.CharField(required=False, help_text="With use_memory: seed 003's assembled prompt.")
 
 
 class LlmWindowQuerySerializer(serializers.Serializer):

@@ -17,5 +17,6 @@ urlpatterns = [
         views.MessageDetailView.as_view(),
         name="message-detail",
     ),
+    path("users/<str:user_id>/", views.UserView.as_view(), name="user-detail"),
     path("status/", views.StatusView.as_view(), name="status"),
 ]

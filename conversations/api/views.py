@@ -139,6 +139,31 @@ class ConversationDetailView(TenantAPIView):
         )
 
 
+class UserView(TenantAPIView):
+    @extend_schema(
+        responses=serializers.UserEraseOutSerializer,
+        description="Erase one user everywhere: their conversations, messages, vectors, summaries, checkpoints, "
+        "facts, dead letters and cache keys, and writes of theirs still queued. Answers what was erased.",
+    )
+    def delete(self, request: Request, user_id: str) -> Response:
+        if not user_id.strip() or len(user_id) > settings.MEMORY_MAX_ID_LENGTH:
+            raise NotFound(f"User {user_id} does not exist.")
+        result = services.user_erase(tenant=self.tenant, user_id=user_id)
+        return Response(
+            {
+                "user_id": user_id,
+                "conversations_erased": result.conversations,
+                "messages_erased": result.messages,
+                "embeddings_erased": result.embeddings,
+                "summaries_erased": result.summaries,
+                "checkpoints_erased": result.checkpoints,
+                "facts_erased": result.facts,
+                "dead_letters_erased": result.dead_letters,
+                "cache_keys_erased": result.cache_keys,
+            }
+        )
+
+
 class MemoryView(TenantAPIView):
     @extend_schema(responses=serializers.MemoryDocumentSerializer)
     def get(self, request: Request, conversation_id: str) -> Response:
@@ -272,6 +297,8 @@ class ContextView(TenantAPIView):
                 conversation_id=_conversation_id(conversation_id),
                 request=context_request,
                 checkpoint_namespace=values.get("checkpoint_namespace"),
+                use_memory=values["use_memory"],
+                top_k=values.get("top_k"),
             )
         except context.BudgetTooSmall as error:
             raise LimitExceeded(

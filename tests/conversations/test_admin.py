@@ -15,7 +15,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations import cache, services
-from conversations.models import Conversation, DeadLetter, Message, Tombstone
+from conversations.models import Conversation, DeadLetter, Message, Tombstone, tombstone_key
 from tenants import services as tenant_services
 from tests.conftest import run_queued_tasks, take_queued_tasks
 from tests.factories import conversation_with_messages, message_payload
@@ -310,7 +310,7 @@ def test_erase_asks_for_confirmation_then_erases_rows_cache_and_queued_writes(op
     assert confirmed.status_code == 302
     assert not Conversation.objects.for_tenant(tenant).filter(conversation_id="c1").exists()
     assert not Message.objects.for_tenant(tenant).exists()
-    assert Tombstone.objects.for_tenant(tenant).filter(conversation_id="c1").exists()
+    assert Tombstone.objects.for_tenant(tenant).filter(conversation_key=tombstone_key("c1")).exists()
     assert not cache.states(conversations=[("acme", "c1")])[("acme", "c1")].cached
     assert LogEntry.objects.filter(user=operator, action_flag=DELETION, object_id=str(conversation.pk)).exists()
 

@@ -18,7 +18,7 @@ from django.test import override_settings
 from django_redis import get_redis_connection
 
 from conversations import services, tasks
-from conversations.models import Conversation, DeadLetter, Message, Tombstone
+from conversations.models import Conversation, DeadLetter, Message, Tombstone, tombstone_key
 from memoryproject.celery import app as celery_app
 from tests.conftest import run_queued_tasks, wait_for_rows
 from tests.faults import CeleryWorker, PrivateRedis, TcpProxy, wait_until
@@ -154,7 +154,7 @@ def test_after_redis_forgets_a_conversation_new_seqs_and_revisions_stay_above_th
     Conversation.objects.for_tenant(tenant).filter(conversation_id="c-seq").update(last_seq=ahead)
     Conversation.objects.for_tenant(tenant).filter(conversation_id="c-memory").update(memory_revision=ahead)
     assert api.delete("/api/v1/conversations/c-erased/").status_code in (200, 204)
-    Tombstone.objects.for_tenant(tenant).filter(conversation_id="c-erased").update(erased_before_seq=ahead)
+    Tombstone.objects.for_tenant(tenant).filter(conversation_key=tombstone_key("c-erased")).update(erased_before_seq=ahead)
     get_redis_connection("default").flushdb()
 
     after = append(api, "c-seq", "after").json()["messages"][0]
@@ -280,7 +280,10 @@ def test_writes_are_accepted_while_postgres_is_down_and_persisted_on_recovery(
 # --- 7. No silent loss ---------------------------------------------------------------------------
 
 
-def test_a_task_that_keeps_failing_stops_after_bounded_attempts_in_the_dead_letter_table(tenant, monkeypatch, transactional_db):
+@pytest.mark.parametrize("bound", [2, 5])
+def test_a_task_that_keeps_failing_stops_after_bounded_attempts_in_the_dead_letter_table(
+    tenant, monkeypatch, transactional_db, bound
+):
     attempts = []
 
     def always_unreachable(*, payload: dict) -> None:
@@ -289,11 +292,12 @@ def test_a_task_that_keeps_failing_stops_after_bounded_attempts_in_the_dead_lett
 
     monkeypatch.setattr(services, "messages_persist", always_unreachable)
     payload = {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "conversation_id": "doomed", "messages": []}
-    with override_settings(MEMORY_PERSIST_MAX_RETRIES=2):
+    monkeypatch.setattr(tasks, "_backoff", lambda retries: 0)
+    with override_settings(MEMORY_PERSIST_MAX_RETRIES=bound):  # above Celery's own default of 3 too
         tasks.messages_persist.apply(args=[payload])
-    assert len(attempts) == 3
+    assert len(attempts) == bound + 1
     dead_letter = DeadLetter.objects.for_tenant(tenant).get()
-    assert dead_letter.attempts == 3
+    assert dead_letter.attempts == bound + 1
     assert dead_letter.payload == payload
     assert "connection refused" in dead_letter.error
 

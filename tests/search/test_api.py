@@ -15,7 +15,9 @@ def test_a_conversation_search_answers_hits_with_their_scores(api, tenant):
     response = api.get("/api/v1/conversations/s1/search/", {"q": "What is the name of Caroline's puppy?"})
     assert response.status_code == 200
     body = response.json()
-    assert body["mode"] == "hybrid" and body["embedding_model"] == "all-MiniLM-L6-v2" and body["query_embedding_dim"] == 384
+    assert body["mode"] == "hybrid"
+    assert body["embedding_model"] == "all-MiniLM-L6-v2"
+    assert body["query_embedding_dim"] == 384
     top = body["results"][0]
     assert "Rex" in top["content"]
     assert set(top) == {
@@ -39,7 +41,9 @@ def test_seed_parameters_pass_through_the_query_string(api, tenant):
         {"q": "pottery", "mode": "semantic", "top_k": 1, "min_similarity": -1, "vector_fetch_limit": 3, "scope": "conversation"},
     )
     body = response.json()
-    assert body["mode"] == "semantic" and body["candidates"] == 3 and len(body["results"]) == 1
+    assert body["mode"] == "semantic"
+    assert body["candidates"] == 3
+    assert len(body["results"]) == 1
 
 
 @pytest.mark.parametrize(
@@ -65,7 +69,8 @@ def test_another_tenants_conversation_is_a_404_and_its_users_are_empty(api, othe
     conversation_of_facts(tenant)
     assert other_api.get("/api/v1/conversations/s1/search/", {"q": "Rex"}).status_code == 404
     response = other_api.get("/api/v1/users/caroline/search/", {"q": "Rex"})
-    assert response.status_code == 200 and response.json()["results"] == []
+    assert response.status_code == 200
+    assert response.json()["results"] == []
 
 
 @pytest.mark.django_db(transaction=True)
@@ -83,5 +88,18 @@ def test_an_appended_message_is_embedded_by_the_worker_and_then_found_by_meaning
     )
     assert response.status_code == 201
     wait_for_rows(MessageEmbedding, tenant, 2, timeout=90)
-    body = api.get("/api/v1/conversations/live/search/", {"q": "Which dog did Caroline get?", "mode": "semantic", "min_similarity": 0.3}).json()
+    body = api.get(
+        "/api/v1/conversations/live/search/", {"q": "Which dog did Caroline get?", "mode": "semantic", "min_similarity": 0.3}
+    ).json()
     assert body["results"][0]["content"].startswith("I adopted a golden retriever")
+
+
+def test_an_operator_sees_which_messages_of_their_tenant_are_embedded(operator_client, tenant, other_tenant):
+    conversation_of_facts(tenant, "ours")
+    conversation_of_facts(other_tenant, "theirs")
+    response = operator_client.get("/admin/search/messageembedding/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "ours" in page
+    assert "theirs" not in page
+    assert "all-MiniLM-L6-v2" in page

@@ -126,7 +126,9 @@ def test_another_users_conversations_are_never_searched(tenant):
     conversation_of_facts(tenant, "bob-session", user_id="bob")
     conversation_of_facts(tenant, "today", rows=[("user", "Caroline", "Good morning!")])
     for mode in ("semantic", "hybrid", "keyword"):
-        assert {hit.conversation_id for hit in search(tenant, "Tomasz Denver", conversation_id="today", mode=mode).hits} <= {"today"}
+        assert {hit.conversation_id for hit in search(tenant, "Tomasz Denver", conversation_id="today", mode=mode).hits} <= {
+            "today"
+        }
 
 
 def test_keyword_search_finds_an_order_number_the_vectors_rank_low(tenant):
@@ -143,7 +145,9 @@ def test_hybrid_carries_both_scores_and_orders_by_the_fused_one(tenant):
     result = search(tenant, "Rex the puppy")
     assert result.mode == "hybrid"
     top = result.hits[0]
-    assert top.seq == 1 and top.similarity is not None and top.keyword_score is not None
+    assert top.seq == 1
+    assert top.similarity is not None
+    assert top.keyword_score is not None
     assert [hit.score for hit in result.hits] == sorted((hit.score for hit in result.hits), reverse=True)
 
 
@@ -163,7 +167,8 @@ def test_the_tenants_settings_are_the_defaults_and_a_request_overrides_them(tena
     tenant.settings = {"MEMORY_TOP_K": 1, "MEMORY_SEARCH_MODE": "semantic", "MEMORY_SIMILARITY_THRESHOLD": -1.0}
     tenant.save()
     result = search(tenant, "pottery")
-    assert result.mode == "semantic" and len(result.hits) == 1
+    assert result.mode == "semantic"
+    assert len(result.hits) == 1
     assert len(search(tenant, "pottery", top_k=3).hits) == 3
 
 
@@ -192,7 +197,9 @@ def test_a_message_is_embedded_with_its_date_and_speaker(tenant):
     message = Message.objects.for_tenant(tenant).model(
         role="user", content="I adopted a puppy", metadata={"name": "Caroline"}, created_at=datetime(2023, 5, 8, tzinfo=UTC)
     )
-    text = embeddings.document_text(role=message.role, content=message.content, created_at=message.created_at, metadata=message.metadata)
+    text = embeddings.document_text(
+        role=message.role, content=message.content, created_at=message.created_at, metadata=message.metadata
+    )
     assert text == "[2023-05-08] Caroline: I adopted a puppy"
     assert embeddings.speaker_of("assistant", {}) == "assistant"
 
@@ -207,7 +214,8 @@ def test_reembedding_with_another_model_switches_the_tenant_and_drops_the_old_ve
     assert set(vectors.values_list("model", "dimensions")) == {(model, 1536)}
     assert vectors.count() == len(FACTS)
     result = search(tenant, "Lisbon pottery conference", mode="semantic")
-    assert result.query_embedding_dim == 1536 and result.hits[0].seq == 4
+    assert result.query_embedding_dim == 1536
+    assert result.hits[0].seq == 4
 
 
 def test_reembedding_names_an_unknown_model_and_changes_nothing(tenant):

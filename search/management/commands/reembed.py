@@ -37,9 +37,13 @@ class Command(BaseCommand):
         total = services.reembed_pending_count(tenant=tenant, model=model, conversation_id=conversation_id)
         try:
             with tqdm(total=total, desc=f"embedding {slug} with {model}", unit="msg", disable=None) as bar:
-                summary = services.tenant_reembed(tenant=tenant, model=model, conversation_id=conversation_id, progress=bar.update)
+                summary = services.tenant_reembed(
+                    tenant=tenant, model=model, conversation_id=conversation_id, progress=bar.update
+                )
         except embeddings.EmbeddingModelError as error:
-            raise CommandError(f"{error} Nothing was switched; vectors already written are kept and reused on the next run.") from error
+            raise CommandError(
+                f"{error} Nothing was switched; vectors already written are kept and reused on the next run."
+            ) from error
         self.stdout.write(
             self.style.SUCCESS(
                 f"reembed {slug}: {summary.embedded} messages embedded with {summary.model}, "
