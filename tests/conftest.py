@@ -137,12 +137,15 @@ def worker(worker_env: dict[str, str], transactional_db: Any) -> CeleryWorker:
 
 
 @pytest.fixture
-def derived_worker(worker_env: dict[str, str], transactional_db: Any) -> CeleryWorker:
-    """A running worker consuming the derived-memory queue (embeddings, summaries)."""
-    worker = _workers.setdefault("derived", CeleryWorker(env=worker_env, name="derived", queue_variable="MEMORY_DERIVED_QUEUE"))
-    if not worker.running:
-        worker.start()
-    return worker
+def derived_worker(worker_env: dict[str, str], transactional_db: Any) -> Iterator[CeleryWorker]:
+    """A worker consuming the derived-memory queue (vectors, summaries) for this test only, so the
+    derived tasks of later tests never run against their rows."""
+    worker = CeleryWorker(env=worker_env, name="derived", queue_variable="MEMORY_DERIVED_QUEUE")
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
 
 
 @pytest.fixture
