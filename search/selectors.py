@@ -54,6 +54,8 @@ class SearchRequest:
     vector_fetch_limit: int = 200
     cross_session_trigger: int = 50
     candidate_limit: int = 20_000
+    # The vectors to compare: the tenant's model unless named (the retrieval evaluation compares models).
+    embedding_model: str | None = None
 
     @classmethod
     def for_tenant(cls, tenant: Tenant, **given: Any) -> SearchRequest:
@@ -136,7 +138,7 @@ def memory_search(
 ) -> SearchResult:
     started = time.perf_counter()
     request.validate()
-    model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+    model = request.embedding_model or tenant.setting("MEMORY_EMBEDDING_MODEL")
     scope = _scope(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
     query_vector = None
     if request.mode != "keyword" and model:

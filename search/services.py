@@ -61,8 +61,11 @@ def _embed(*, tenant: Tenant, model: str, messages, progress: Callable[[int], No
         if not rows:
             return written
         last_pk = rows[-1].pk
+        contextual = embeddings.model_spec(model).contextual
         texts = [
-            embeddings.document_text(role=row.role, content=row.content, created_at=row.created_at, metadata=row.metadata)
+            embeddings.document_text(
+                role=row.role, content=row.content, created_at=row.created_at, metadata=row.metadata, contextual=contextual
+            )
             for row in rows
         ]
         started = time.perf_counter()

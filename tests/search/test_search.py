@@ -250,3 +250,31 @@ def test_the_backfill_queues_conversations_with_messages_missing_vectors(tenant,
     Message.objects.for_tenant(tenant).filter(conversation__conversation_id="complete").delete()
     assert services.embeddings_backfill() == 1
     assert take_queued_tasks(settings.MEMORY_DERIVED_QUEUE) == [("search.tasks.conversation_embed", [tenant.pk, "s1"])]
+
+
+def test_the_plain_model_embeds_the_bare_text_as_seed_003_does(tenant):
+    conversation_of_facts(tenant)
+    assert services.conversation_embed(tenant=tenant, conversation_id="s1", model="all-MiniLM-L6-v2-plain") == len(FACTS)
+    result = search(tenant, "puppy named Rex", mode="semantic", embedding_model="all-MiniLM-L6-v2-plain", min_similarity=-1.0)
+    assert result.embedding_model == "all-MiniLM-L6-v2-plain"
+    assert result.hits[0].seq == 1
+    contextual = search(tenant, "puppy named Rex", mode="semantic", min_similarity=-1.0).hits[0]
+    assert contextual.seq == 1
+    assert contextual.similarity != result.hits[0].similarity  # other vectors: "[2023-05-08] Caroline: ..." against the bare text
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"MEMORY_SEARCH_MODE": "psychic"}, "MEMORY_SEARCH_MODE"),
+        ({"MEMORY_EMBEDDING_MODEL": "no-such-model"}, "Unknown embedding model"),
+        ({"MEMORY_EMBEDDING_MODEL": 3}, "must be a string"),
+        ({"MEMORY_RETENTION_DAYS": -1}, "non-negative"),
+    ],
+)
+def test_a_tenants_long_term_memory_settings_are_validated(tenant, overrides, named):
+    from django.core.exceptions import ValidationError
+
+    tenant.settings = overrides
+    with pytest.raises(ValidationError, match=named):
+        tenant.full_clean()
