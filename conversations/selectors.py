@@ -432,12 +432,11 @@ def _broker_status() -> dict[str, Any]:
     try:
         with app.connection_for_write() as broker:
             broker.ensure_connection(max_retries=1, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT)
-            channel = broker.default_channel
-            if broker.transport.driver_type == "redis":
-                # kombu's Redis transport has no passive declare for an empty queue: the list length is the depth.
-                depth, consumers = channel.client.llen(settings.MEMORY_QUEUE), None
-            else:
-                _, depth, consumers = channel.queue_declare(settings.MEMORY_QUEUE, passive=True)
+            depth, consumers = _queue_depth(broker, settings.MEMORY_QUEUE)
+            try:
+                derived_depth, derived_consumers = _queue_depth(broker, settings.MEMORY_DERIVED_QUEUE)
+            except Exception:  # not declared yet: no derived task was ever queued
+                derived_depth, derived_consumers = 0, None
         metrics.queue_depth.set(depth)
         return {
             "ok": True,
@@ -445,9 +444,28 @@ def _broker_status() -> dict[str, Any]:
             "queue": settings.MEMORY_QUEUE,
             "queue_depth": depth,
             "consumers": consumers,
+            "derived_queue": settings.MEMORY_DERIVED_QUEUE,
+            "derived_queue_depth": derived_depth,
+            "derived_consumers": derived_consumers,
         }
     except Exception as error:  # any broker error is reported, not raised: this is the status page
         return {"ok": False, "error": repr(error)[:200]}
+
+
+def _queue_depth(broker: Any, queue: str) -> tuple[int, int | None]:
+    """(messages waiting, consumers) of a queue; a queue that does not exist raises."""
+    if broker.transport.driver_type == "redis":
+        # kombu's Redis transport has no passive declare for an empty queue: the list length is the depth.
+        return broker.default_channel.client.llen(queue), None
+    channel = broker.channel()  # its own channel: a failed passive declare closes it, not the default one
+    try:
+        _, depth, consumers = channel.queue_declare(queue, passive=True)
+    finally:
+        try:
+            channel.close()
+        except Exception:  # noqa: S110 - already closed by the broker
+            pass
+    return depth, consumers
 
 
 def _counters() -> dict[str, Any]:

@@ -618,6 +618,8 @@ def test_status_reports_every_backend_and_the_queue_depth(api, tenant, no_worker
     assert status["broker"]["ok"]
     assert status["broker"]["queue"] == settings.MEMORY_QUEUE
     assert status["broker"]["queue_depth"] == 2
+    assert status["broker"]["derived_queue"] == settings.MEMORY_DERIVED_QUEUE
+    assert status["broker"]["derived_queue_depth"] == 0  # nothing persisted yet, so nothing derived
     assert status["ok"] is True
     assert status["flags"] == {
         "using_pg": True,
