@@ -25,17 +25,17 @@ WITH query_terms AS (
     SELECT array_agg(DISTINCT lexeme) AS terms
     FROM unnest(to_tsvector('english'::regconfig, %(query)s))
 ),
-query AS (
+query AS MATERIALIZED (
     SELECT terms, array_to_string(ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | ')::tsquery AS q
     FROM query_terms
 ),
-scope AS (
+scope AS MATERIALIZED (
     SELECT id, token_count FROM conversation_messages
     WHERE tenant_id = %(tenant)s AND conversation_id = ANY(%(conversations)s) AND role IN ('user', 'assistant')
     ORDER BY created_at DESC, id DESC
     LIMIT %(limit)s
 ),
-stats AS (
+stats AS MATERIALIZED (
     SELECT count(*)::float8 AS n, GREATEST(avg(token_count), 1)::float8 AS avgdl FROM scope
 ),
 matched AS (

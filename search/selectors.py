@@ -34,8 +34,7 @@ from django.db import connection
 
 from conversations.exceptions import LimitExceeded, NotFound
 from conversations.models import Conversation, Message
-from search import embeddings, ranking
-from search.models import MessageEmbedding
+from search import embeddings, ranking, vectors
 from tenants.models import Tenant
 
 MODES = ("hybrid", "semantic", "keyword")
@@ -187,37 +186,24 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
     return _Scope(name=name, conversation_pks=others, current_pk=current and current["pk"])
 
 
-def _vectors(rows: list[tuple[int, bytes]]) -> tuple[list[int], np.ndarray]:
-    if not rows:
-        return [], np.zeros((0, 0), dtype=np.float32)
-    keys = [key for key, _ in rows]
-    matrix = np.frombuffer(b"".join(bytes(vector) for _, vector in rows), dtype="<f4").reshape(len(rows), -1)
-    return keys, matrix
-
-
 def _semantic(
     *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: np.ndarray | None
 ) -> tuple[list[ranking.Ranked], int]:
-    if query_vector is None:
+    if query_vector is None or not scope.conversation_pks:
         return [], 0
-    vectors = MessageEmbedding.objects.for_tenant(tenant).filter(model=model)
     limit = request.vector_fetch_limit
-    rows: list[tuple[int, bytes]] = []
-    if scope.current_pk is not None:
-        rows = list(vectors.filter(conversation_id=scope.current_pk).order_by("-seq").values_list("message_id", "vector")[:limit])
-    others = [pk for pk in scope.conversation_pks if pk != scope.current_pk]
-    extend = scope.name == "user" or (scope.name == "auto" and len(rows) < request.cross_session_trigger)
-    if others and extend and len(rows) < limit:
-        rows += list(
-            vectors.filter(conversation_id__in=others)
-            .order_by("-message__created_at")
-            .values_list("message_id", "vector")[: limit - len(rows)]
-        )
-    keys, matrix = _vectors(rows)
-    similarities = ranking.cosine(query_vector, matrix)
-    return ranking.cosine_top(
-        keys=keys, similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity
-    ), len(keys)
+    found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
+    current = vectors.newest([found.get(scope.current_pk, vectors.EMPTY)], limit)
+    chosen = current
+    extend = scope.name == "user" or (scope.name == "auto" and len(current.keys) < request.cross_session_trigger)
+    if extend and len(current.keys) < limit:
+        others = vectors.newest([part for pk, part in found.items() if pk != scope.current_pk], limit - len(current.keys))
+        chosen = vectors.newest([current, others], limit)
+    similarities = ranking.cosine(query_vector, chosen.matrix)
+    ranked = ranking.cosine_top(
+        keys=chosen.keys.tolist(), similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity
+    )
+    return ranked, len(chosen.keys)
 
 
 def _hybrid(
@@ -228,23 +214,17 @@ def _hybrid(
     depth = max(100, request.top_k * 5)  # how deep each ranking goes into the fusion
     keyword = _bm25(tenant=tenant, scope=scope, query=request.query, limit=request.candidate_limit, top=depth)
     if request.mode == "keyword" or query_vector is None:
-        return [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]], len(
-            keyword
-        )
-    rows = list(
-        MessageEmbedding.objects.for_tenant(tenant)
-        .filter(model=model, conversation_id__in=scope.conversation_pks)
-        .order_by("-seq")
-        .values_list("message_id", "vector")[: request.candidate_limit]
-    )
-    keys, matrix = _vectors(rows)
-    similarities = ranking.cosine(query_vector, matrix)
+        ranked = [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]]
+        return ranked, len(keyword)
+    found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
+    chosen = vectors.newest(list(found.values()), request.candidate_limit)
+    similarities = ranking.cosine(query_vector, chosen.matrix)
     order = np.argsort(-similarities, kind="stable")[:depth]
-    vector = [(keys[index], float(similarities[index])) for index in order]
+    keys = chosen.keys
+    vector = [(int(keys[index]), float(similarities[index])) for index in order]
     if request.min_similarity is not None:
         vector = [(key, similarity) for key, similarity in vector if similarity >= request.min_similarity]
-    fused = ranking.fuse(vector=vector, keyword=keyword, top_k=request.top_k)
-    return fused, len(keys)
+    return ranking.fuse(vector=vector, keyword=keyword, top_k=request.top_k), len(keys)
 
 
 def _bm25(*, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int) -> list[tuple[int, float]]:

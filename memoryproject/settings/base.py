@@ -237,6 +237,8 @@ MEMORY_EMBEDDING_MODEL = env.str("MEMORY_EMBEDDING_MODEL", default="all-MiniLM-L
 MEMORY_EMBEDDING_BATCH = env.int("MEMORY_EMBEDDING_BATCH", default=64)
 MEMORY_SEARCH_MODE = env.str("MEMORY_SEARCH_MODE", default="hybrid")
 MEMORY_SEARCH_CANDIDATE_LIMIT = env.int("MEMORY_SEARCH_CANDIDATE_LIMIT", default=20_000)
+# Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
+MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
 # The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory".
 MEMORY_SUMMARY_MODEL = env.str("MEMORY_SUMMARY_MODEL", default="")
 MEMORY_SUMMARY_TIMEOUT = env.float("MEMORY_SUMMARY_TIMEOUT", default=20.0)

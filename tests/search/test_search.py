@@ -278,3 +278,42 @@ def test_a_tenants_long_term_memory_settings_are_validated(tenant, overrides, na
     tenant.settings = overrides
     with pytest.raises(ValidationError, match=named):
         tenant.full_clean()
+
+
+def test_vectors_kept_between_searches_follow_every_change_of_the_conversation(tenant):
+    from search import vectors
+
+    vectors.clear()
+    conversation_of_facts(tenant)
+    assert search(tenant, "Lisbon pottery", mode="semantic", min_similarity=-1.0).candidates == len(FACTS)
+    # Added and embedded: seen by the next search.
+    conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="s1")
+    Message.objects.for_tenant(tenant).create(
+        tenant=tenant,
+        conversation=conversation,
+        seq=7,
+        role="user",
+        content="We named the kiln Vulcan.",
+        created_at=datetime(2023, 5, 9, tzinfo=UTC),
+    )
+    services.conversation_embed(tenant=tenant, conversation_id="s1")
+    result = search(tenant, "What is the kiln called?", mode="semantic", min_similarity=-1.0)
+    assert result.candidates == len(FACTS) + 1
+    assert result.hits[0].seq == 7
+    # One deleted and another added (the same count): the deleted one is gone, the new one found.
+    Message.objects.for_tenant(tenant).filter(seq=7).delete()
+    Message.objects.for_tenant(tenant).create(
+        tenant=tenant,
+        conversation=conversation,
+        seq=8,
+        role="user",
+        content="Actually the kiln is Hestia.",
+        created_at=datetime(2023, 5, 10, tzinfo=UTC),
+    )
+    services.conversation_embed(tenant=tenant, conversation_id="s1")
+    assert [hit.seq for hit in search(tenant, "kiln name", mode="semantic", min_similarity=-1.0, top_k=20).hits].count(7) == 0
+    assert search(tenant, "What is the kiln called?", mode="semantic", min_similarity=-1.0).hits[0].seq == 8
+    # Erased: nothing left to compare.
+    conversation_services.conversation_erase(tenant=tenant, conversation_id="s1")
+    conversation_of_facts(tenant, "other", rows=[("user", "Caroline", "Hello")])
+    assert search(tenant, "kiln", conversation_id="other", mode="semantic", min_similarity=-1.0).candidates == 1
