@@ -27,8 +27,6 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
 os.environ.setdefault("MEMORY_QUEUE", "memory-bench")
 django.setup()
 
-import psycopg
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -39,9 +37,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import path, reverse
 from django.utils import timezone
-from psycopg import sql
 from tqdm import tqdm
 
+from benchmarks.database import ensure_database
 from conversations.models import Conversation, Message
 from tenants import services as tenant_services
 from tenants.models import Tenant
@@ -85,16 +83,6 @@ class Figures:
 
     def __str__(self) -> str:
         return f"{self.median:8.1f} / {self.p90:8.1f} / {self.queries:3d}"
-
-
-def ensure_database() -> None:
-    database = settings.DATABASES["default"]
-    if "bench" not in database["NAME"]:
-        raise SystemExit(f"Refusing to seed {database['NAME']!r}: point DATABASE_URL at a benchmark database.")
-    params = {"host": database["HOST"], "port": database["PORT"], "user": database["USER"], "password": database["PASSWORD"]}
-    with psycopg.connect(dbname="postgres", autocommit=True, **{k: v for k, v in params.items() if v}) as server:
-        if server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database["NAME"]]).fetchone() is None:
-            server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database["NAME"])))
 
 
 def content(rng: random.Random, index: int) -> str:

@@ -24,26 +24,14 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
 os.environ.setdefault("MEMORY_QUEUE", "memory-bench")
 django.setup()
 
-import psycopg
-from django.conf import settings
 from django.core.management import call_command
-from psycopg import sql
 
+from benchmarks.database import ensure_database
 from benchmarks.retrieval import locomo
 from benchmarks.retrieval.dataset import Dataset, dataset_generate
 from benchmarks.retrieval.evaluate import TENANT_SLUG, evaluation_run, report_json, report_markdown
 from tenants import services as tenant_services
 from tenants.models import Tenant
-
-
-def ensure_database() -> None:
-    database = settings.DATABASES["default"]
-    if "bench" not in database["NAME"]:
-        raise SystemExit(f"Refusing to use {database['NAME']!r}: point DATABASE_URL at a benchmark database.")
-    params = {"host": database["HOST"], "port": database["PORT"], "user": database["USER"], "password": database["PASSWORD"]}
-    with psycopg.connect(dbname="postgres", autocommit=True, **{k: v for k, v in params.items() if v}) as server:
-        if server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database["NAME"]]).fetchone() is None:
-            server.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database["NAME"])))
 
 
 def arguments(argv: list[str]) -> argparse.Namespace:
