@@ -1,0 +1,190 @@
+"""The system under test: private PostgreSQL, Redis and RabbitMQ, gunicorn, two Celery workers
+(one with beat), and the faults that can be done to each.
+
+``Cluster.start()`` starts the servers, migrates, creates the tenants with an API key each, then the
+web server and the workers, all with the same environment (the test settings pointed at the
+private servers). Each fault is a method that breaks one part and a matching ``heal``; every method
+is safe to call twice.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from dataclasses import dataclass, field
+
+from torture.processes import (
+    CeleryWorker,
+    PrivatePostgres,
+    PrivateRabbit,
+    PrivateRedis,
+    WebServer,
+    children,
+    wait_until,
+)
+
+QUEUE = "torture"
+REDIS_SOCKET_TIMEOUT = 0.5  # seconds (MEMORY_REDIS_SOCKET_TIMEOUT): a pause longer than this is an outage
+
+
+@dataclass
+class Tenant:
+    slug: str
+    key: str
+
+
+@dataclass
+class Cluster:
+    tenant_count: int = 3
+    web_workers: int = 3
+    postgres: PrivatePostgres = field(default_factory=PrivatePostgres)
+    redis: PrivateRedis = field(default_factory=PrivateRedis)
+    rabbit: PrivateRabbit = field(default_factory=PrivateRabbit)
+    tenants: list[Tenant] = field(default_factory=list)
+    web: WebServer | None = None
+    workers: list[CeleryWorker] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def start(self) -> None:
+        self.postgres.start()
+        self.redis.start()
+        self.rabbit.start()
+        self.env = dict(
+            os.environ,
+            DJANGO_SETTINGS_MODULE="memoryproject.settings.test",
+            DATABASE_URL=self.postgres.url,
+            REDIS_URL=self.redis.url,
+            CELERY_BROKER_URL=self.rabbit.url,
+            MEMORY_QUEUE=QUEUE,
+            MEMORY_DERIVED_QUEUE=f"{QUEUE}-derived",
+            MEMORY_EMBEDDING_MODEL="",  # no vectors: this measures the write path
+            MEMORY_RETRY_BACKOFF_MAX="2",
+            MEMORY_PERSIST_MAX_RETRIES="40",  # outages here last seconds: retry through them
+            MEMORY_REDIS_SOCKET_TIMEOUT=str(REDIS_SOCKET_TIMEOUT),
+            MEMORY_RATE_LIMIT="100000000",
+            DJANGO_LOG_LEVEL="WARNING",
+        )
+        os.environ.update(
+            {name: self.env[name] for name in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
+        )
+        for name in ("MEMORY_QUEUE", "MEMORY_DERIVED_QUEUE", "MEMORY_EMBEDDING_MODEL", "MEMORY_RATE_LIMIT"):
+            os.environ[name] = self.env[name]
+        self._prepare_database()
+        self.web = WebServer(env=self.env, name="torture-web", workers=self.web_workers)
+        self.web.start()
+        self.workers = [
+            CeleryWorker(env=self.env, name="torture-a", concurrency=2, beat=True),
+            CeleryWorker(env=self.env, name="torture-b", concurrency=2),
+        ]
+        for worker in self.workers:
+            worker.start()
+
+    def _prepare_database(self) -> None:
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", verbosity=0, interactive=False)
+        from tenants import services
+        from tenants.models import Tenant as TenantRow
+
+        for index in range(self.tenant_count):
+            tenant, _ = TenantRow.objects.get_or_create(slug=f"torture-{index}", defaults={"name": f"Torture {index}"})
+            _, key = services.api_key_create(tenant=tenant, name="torture")
+            self.tenants.append(Tenant(slug=tenant.slug, key=key))
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        if self.web is not None:
+            self.web.stop()
+        self.redis.close()
+        self.rabbit.close()
+        from django.db import connections
+
+        connections.close_all()
+        self.postgres.close()
+
+    # --- Faults -------------------------------------------------------------------------------------
+
+    def kill_worker_process(self, rng: random.Random) -> str:
+        """SIGKILL one pool process of a Celery worker, mid-task if one is running; Celery replaces it
+        and the broker redelivers its unacknowledged task."""
+        worker = rng.choice(self.workers)
+        pool = children(worker.process.pid) if worker.running else []
+        if not pool:
+            return "no pool process to kill"
+        victim = rng.choice(pool)
+        os.kill(victim, signal.SIGKILL)
+        return f"SIGKILL pool process {victim} of {worker.name}"
+
+    def kill_worker(self, rng: random.Random) -> str:
+        """SIGKILL a whole Celery worker (main process and pool), then start it again."""
+        worker = rng.choice(self.workers)
+        worker.kill()
+        time.sleep(1.0)
+        worker.start()
+        return f"SIGKILL {worker.name}, restarted"
+
+    def kill_web_worker(self, rng: random.Random) -> str:
+        """SIGKILL one gunicorn worker: requests in its hands fail (indeterminate), the master forks another."""
+        pool = children(self.web.process.pid) if self.web and self.web.running else []
+        if not pool:
+            return "no web worker to kill"
+        victim = rng.choice(pool)
+        os.kill(victim, signal.SIGKILL)
+        return f"SIGKILL gunicorn worker {victim}"
+
+    def restart_redis_empty(self, rng: random.Random) -> str:
+        self.redis.restart_empty()
+        return "Redis restarted empty"
+
+    def pause_redis(self, rng: random.Random, seconds: float = 2.0) -> str:
+        self.redis.pause()
+        try:
+            time.sleep(seconds)
+        finally:
+            self.redis.resume()
+        return f"Redis paused {seconds:.1f} s (socket timeout {REDIS_SOCKET_TIMEOUT} s)"
+
+    def stop_postgres(self, rng: random.Random, seconds: float = 4.0) -> str:
+        self.postgres.stop()
+        try:
+            time.sleep(seconds)
+        finally:
+            self.postgres.start()
+        return f"PostgreSQL stopped {seconds:.1f} s"
+
+    def restart_rabbitmq(self, rng: random.Random) -> str:
+        self.rabbit.stop()
+        self.rabbit.start()
+        return "RabbitMQ restarted"
+
+    def heal(self) -> None:
+        """Everything running again (after a fault that failed half-way, or at the end)."""
+        if self.redis.process is None or self.redis.process.poll() is not None:
+            self.redis.start()
+        else:
+            self.redis.resume()
+        if self.rabbit.process is None or self.rabbit.process.poll() is not None:
+            self.rabbit.start()
+        self.postgres.start()
+        for worker in self.workers:
+            if not worker.running:
+                worker.start()
+        if self.web is not None and not self.web.running:
+            self.web.start()
+        wait_until(self.web.answers, timeout=60, message="the web server to answer")
+
+
+FAULTS = {
+    "kill-worker-process": Cluster.kill_worker_process,
+    "kill-worker": Cluster.kill_worker,
+    "kill-web-worker": Cluster.kill_web_worker,
+    "redis-restart-empty": Cluster.restart_redis_empty,
+    "redis-pause": Cluster.pause_redis,
+    "postgres-stop": Cluster.stop_postgres,
+    "rabbitmq-restart": Cluster.restart_rabbitmq,
+}
