@@ -1,0 +1,6 @@
+"""The list-append torture test of DESIGN.md section 5 (``python -m torture``).
+
+``processes`` starts and breaks real servers (gunicorn, Celery workers, a private Redis, PostgreSQL
+and RabbitMQ); ``cluster`` is the system under test and its faults; ``workload`` the clients and
+their history; ``checker`` compares that history with PostgreSQL and the cache.
+"""

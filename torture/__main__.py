@@ -62,6 +62,7 @@ def nemesis(
     rng: random.Random,
     log: list[str],
     forgotten: list[float],
+    unreachable: list[tuple[float, float]],
 ) -> None:
     """Break one thing at a time, in the order given, round and round, with calm in between."""
     index = 0
@@ -74,6 +75,8 @@ def nemesis(
             if name == "redis-restart-empty":
                 forgotten.append(time.time())
             what = FAULTS[name](cluster, rng)
+            if name == "redis-pause":
+                unreachable.append((started, time.time()))
         except Exception as error:  # a fault that failed half-way: heal and go on
             what = f"{name} failed: {error!r}"
             cluster.heal()
@@ -197,9 +200,10 @@ def main(argv: list[str] | None = None) -> int:
         ]
         faults: list[str] = []
         forgotten: list[float] = []
+        unreachable: list[tuple[float, float]] = []
         chaos = threading.Thread(
             target=nemesis,
-            args=(cluster, options.fault_names, options.interval, stop_nemesis, rng, faults, forgotten),
+            args=(cluster, options.fault_names, options.interval, stop_nemesis, rng, faults, forgotten, unreachable),
             daemon=True,
         )
         began = time.time()
@@ -219,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster.heal()
         drain(cluster, history)
         rows, windows = collect(cluster)
-        report = check(history=history, rows=rows, final_windows=windows, forgotten_at=forgotten)
+        report = check(history=history, rows=rows, final_windows=windows, forgotten_at=forgotten, unreachable=unreachable)
         report.faults = faults
         print_report(report, seconds)
         if options.json:

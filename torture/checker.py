@@ -95,10 +95,13 @@ def check(
     rows: list[Row],
     final_windows: dict[tuple[str, str], list[tuple[str, int]]],
     forgotten_at: list[float] = (),
+    unreachable: list[tuple[float, float]] = (),
 ) -> Report:
-    """``forgotten_at``: when Redis restarted empty. Read-your-writes and "never shown then hidden"
-    are promised while Redis keeps what it holds, so reads on both sides of such a moment are not
-    compared, and an acknowledgement before it is not expected in reads after it until persisted."""
+    """``forgotten_at``: when Redis restarted empty; ``unreachable``: when it did not answer (paused).
+    Read-your-writes and "never shown then hidden" are promised while Redis is up and keeps what it
+    holds (DESIGN.md 5.4 and 5.5): reads on both sides of a restart are not compared, and a message
+    acknowledged before a restart, or while Redis did not answer (written through PostgreSQL's seq
+    clock and the broker alone), is expected in cached reads once it is persisted."""
     report = Report()
     by_content: dict[str, list[Row]] = defaultdict(list)
     by_id: dict[str, list[Row]] = defaultdict(list)
@@ -142,7 +145,7 @@ def check(
     _check_order(report, acknowledged, by_content)
     _check_lag(report, acknowledged, by_content)
     _check_final_windows(report, rows, final_windows)
-    _check_reads(report, history, sent, acknowledged, list(forgotten_at), by_content)
+    _check_reads(report, history, sent, acknowledged, list(forgotten_at), list(unreachable), by_content)
     return report
 
 
@@ -179,6 +182,8 @@ def _check_lag(report: Report, acknowledged: list[tuple[Any, str, str, int]], by
     report.max_lag_seconds = round(report.max_lag_seconds, 3)
 
 
+# A row is committed (persisted_at) a moment before the worker settles it into the cached list.
+SETTLE_GRACE = 2.0
 FINAL_WINDOW = 500  # messages of each conversation read back through the API at the end
 
 
@@ -201,15 +206,21 @@ def _check_reads(
     sent: dict[str, str],
     acknowledged: list[tuple[Any, str, str, int]],
     forgotten_at: list[float],
+    unreachable: list[tuple[float, float]],
     by_content: dict[str, list[Row]],
 ) -> None:
     def forgotten_between(start: float, end: float) -> bool:
         return any(start <= moment <= end for moment in forgotten_at)
 
+    def written_while_unreachable(append: Any) -> bool:
+        return any(append.started <= until and append.ended >= since for since, until in unreachable)
+
     acked_by_conversation: dict[tuple[str, str], list[tuple[float, int, str]]] = defaultdict(list)
     for append, message_id, content, seq in acknowledged:
         persisted = min((row.persisted_at for row in by_content.get(content, [])), default=float("inf"))
-        acked_by_conversation[(append.tenant, append.conversation)].append((append.ended, seq, message_id, persisted))
+        # Written while Redis did not answer: in cached reads only from its persistence on.
+        visible = persisted + SETTLE_GRACE if written_while_unreachable(append) else append.ended
+        acked_by_conversation[(append.tenant, append.conversation)].append((visible, seq, message_id, persisted))
     reads_by_conversation: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for read in history.reads:
         if not read.ok:
@@ -258,10 +269,22 @@ def _check_read_your_writes(
     seen = {message_id for message_id, _, _ in read.messages}
     floor = read.messages[0][1] if len(read.messages) >= _limit(read) else -1
     for ended, seq, message_id, persisted in acked:
-        if forgotten_between(ended, read.started) and persisted > read.started:
+        if forgotten_between(ended, read.ended) and persisted > read.started:
             continue  # Redis forgot it, and it was not in PostgreSQL yet
         if ended < read.started and seq >= floor and message_id not in seen:
-            report.note("stale_reads", f"{message_id} (seq {seq}) acknowledged before a read that missed it")
+            report.note(
+                "stale_reads",
+                f"{message_id} (seq {seq}) acknowledged at {_clock(ended)}, persisted at {_clock(persisted)}, "
+                f"missing from a read at {_clock(read.started)} served from {read.source}",
+            )
+
+
+def _clock(moment: float) -> str:
+    import time
+
+    if moment == float("inf"):
+        return "never"
+    return time.strftime("%H:%M:%S", time.localtime(moment)) + f".{int(moment % 1 * 1000):03d}"
 
 
 def summary(report: Report) -> Counter:

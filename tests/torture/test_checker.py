@@ -131,3 +131,13 @@ def test_unanswered_or_unconfirmed_appends_may_end_up_stored_without_failing_the
     report = check(history=history, rows=rows, final_windows={("t0", "c0"): window(*rows)})
     assert report.ok
     assert report.unknown_stored + report.failed_but_stored == 1
+
+
+def test_a_write_made_while_redis_did_not_answer_is_expected_in_cached_reads_only_once_persisted():
+    history, rows, windows = healthy()
+    rows[1] = row(A2, 2, persisted_at=20.0)
+    history.reads.append(Read(0, "t0", "c0", started=10, ended=11, ok=True, source="cache", messages=[(f"id-{A1}", 1, A1)]))
+    assert check(history=history, rows=rows, final_windows=windows, unreachable=[(2.5, 4.0)]).ok
+    assert check(history=history, rows=rows, final_windows=windows).stale_reads == 1
+    history.reads.append(Read(0, "t0", "c0", started=30, ended=31, ok=True, source="cache", messages=[(f"id-{A1}", 1, A1)]))
+    assert check(history=history, rows=rows, final_windows=windows, unreachable=[(2.5, 4.0)]).stale_reads == 1
