@@ -72,6 +72,18 @@ class ConversationKeys:
         )
 
 
+def erase_floor_key(tenant_slug: str, conversation_id: str) -> str:
+    """Where an erase or clear leaves its floor (the first seq it did not erase), read by MERGE.
+
+    It outlives the conversation's other keys, so it names the conversation by a digest: an erased
+    conversation (or user) leaves nothing readable in Redis. With hash tags on (Redis Cluster) it
+    must share the conversation's slot, so it takes the conversation's tag instead.
+    """
+    if getattr(settings, "MEMORY_REDIS_HASH_TAGS", False):
+        return key(tenant_slug, conversation_id, "erased")
+    return f"{tenant_slug}:erased:{hashlib.sha256(conversation_id.encode()).hexdigest()}"
+
+
 def message_key(tenant_slug: str, conversation_id: str, message_id: str) -> str:
     return key(tenant_slug, conversation_id, f"message:{message_id}")
 
@@ -139,8 +151,8 @@ return {string.format('%d', first), cached, known}
 # Merge messages into the cached list in seq order (normally an RPUSH), record them as pending
 # (web, after the broker confirmed) or settle them (worker, after the row committed), bump the
 # version, refresh TTLs and release the append lock if we hold it.
-# KEYS: state, messages, pending, lock, message keys...   ARGV: token, ttl, cap, pending_ttl, mode,
-# then id, json pairs.
+# KEYS: state, messages, pending, lock, erase floor, message keys...   ARGV: token, ttl, cap,
+# pending_ttl, mode, then id, json pairs.
 MERGE = (
     _SEQ_OF
     + _BUMP
@@ -173,6 +185,9 @@ local function place(json, seq)
 end
 
 local cached = redis.call('EXISTS', list) == 1
+-- An erase or clear left its floor here: a worker settling a row committed just before it must not
+-- bring the erased message back into the cache.
+local erased_before = tonumber(redis.call('GET', KEYS[5]) or '0')
 -- A change a concurrent rebuild may not have seen bumps the version, so that rebuild is not
 -- installed. Settling a message the rebuild saw as pending changes nothing it could miss.
 local changed = mode == 'pending'
@@ -180,16 +195,20 @@ local n = 0
 for i = 6, #ARGV, 2 do
   local id, json = ARGV[i], ARGV[i + 1]
   n = n + 1
-  if mode == 'pending' then
+  if seq_of(json) < erased_before then
+    redis.call('HDEL', pending, id)
+  elseif mode == 'pending' then
     -- A worker fast enough to settle it before this merge already wrote its key: nothing is pending.
-    if redis.call('GET', KEYS[4 + n]) ~= json then redis.call('HSET', pending, id, json) end
+    if redis.call('GET', KEYS[5 + n]) ~= json then redis.call('HSET', pending, id, json) end
   elseif redis.call('HGET', pending, id) == json then
     redis.call('HDEL', pending, id)
   else
     changed = true
   end
-  redis.call('SET', KEYS[4 + n], json, 'EX', ttl)
-  if cached and place(json, seq_of(json)) then changed = true end
+  if seq_of(json) >= erased_before then
+    redis.call('SET', KEYS[5 + n], json, 'EX', ttl)
+    if cached and place(json, seq_of(json)) then changed = true end
+  end
 end
 if cached then
   local len = redis.call('LLEN', list)
@@ -278,7 +297,9 @@ CLEAR_MESSAGES = (
     _BUMP
     + """
 local removed = redis.call('DEL', KEYS[2], KEYS[3])
-for i = 5, #KEYS do removed = removed + redis.call('DEL', KEYS[i]) end
+for i = 6, #KEYS do removed = removed + redis.call('DEL', KEYS[i]) end
+local floor = tonumber(redis.call('GET', KEYS[5]) or '0')
+redis.call('SET', KEYS[5], string.format('%d', math.max(floor, tonumber(ARGV[3]))), 'EX', ARGV[2])
 bump(KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 if redis.call('GET', KEYS[4]) == ARGV[1] then redis.call('DEL', KEYS[4]) end
@@ -419,7 +440,7 @@ def merge(
         "merge",
         tenant_slug,
         _scripts().merge,
-        keys=[keys.state, keys.messages, keys.pending, keys.lock, *message_keys],
+        keys=[keys.state, keys.messages, keys.pending, keys.lock, erase_floor_key(tenant_slug, conversation_id), *message_keys],
         args=args,
     )
 
@@ -507,8 +528,21 @@ def get_messages_by_id(*, tenant_slug: str, conversation_id: str, message_ids: I
     ids = list(message_ids)
     if not ids:
         return {}
-    values = _call("message_get", tenant_slug, client().mget, [message_key(tenant_slug, conversation_id, i) for i in ids])
-    return {message_id: json.loads(value) for message_id, value in zip(ids, values, strict=True) if value is not None}
+    pending = ConversationKeys.of(tenant_slug, conversation_id).pending
+
+    def read() -> tuple[list[Any], list[Any]]:
+        pipeline = client().pipeline(transaction=False)
+        pipeline.mget([message_key(tenant_slug, conversation_id, i) for i in ids])
+        pipeline.hmget(pending, ids)  # a pending write outlives its message key (7 days against 24 h)
+        keyed, waiting = pipeline.execute()
+        return keyed, waiting
+
+    keyed, waiting = _call("message_get", tenant_slug, read)
+    return {
+        message_id: json.loads(value if value is not None else queued)
+        for message_id, value, queued in zip(ids, keyed, waiting, strict=True)
+        if value is not None or queued is not None
+    }
 
 
 def try_lock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> bool:
@@ -580,10 +614,15 @@ def set_context(
     )
 
 
-def erase(*, tenant_slug: str, conversation_id: str) -> int:
-    """Delete every key of a conversation (SCAN over its prefix; ids never hold glob characters)."""
+def erase(*, tenant_slug: str, conversation_id: str, erased_before: int | None = None) -> int:
+    """Delete every key of a conversation (SCAN over its prefix; ids never hold glob characters).
+
+    With ``erased_before``, leave the erase's floor (``erase_floor_key``, for the pending TTL): a
+    worker that committed a row just before the erase and settles it after must not put it back.
+    """
     connection = client()
     pattern = key(tenant_slug, conversation_id, "*")
+    floor = erase_floor_key(tenant_slug, conversation_id)
 
     def scan_and_delete() -> int:
         count = 0
@@ -595,14 +634,17 @@ def erase(*, tenant_slug: str, conversation_id: str) -> int:
                 batch = []
         if batch:
             count += connection.unlink(*batch)
+        if erased_before is not None:
+            connection.set(floor, erased_before, ex=settings.MEMORY_PENDING_TTL)
         return count
 
     return _call("erase", tenant_slug, scan_and_delete)
 
 
-def clear_messages(*, tenant_slug: str, conversation_id: str, token: str) -> int:
+def clear_messages(*, tenant_slug: str, conversation_id: str, token: str, erased_before: int) -> int:
     """Drop every cached message of a conversation (SCAN for its message and context keys), keep its
-    memory document and seq clock, and release the append lock held with ``token``."""
+    memory document and seq clock, record ``erased_before`` (settles of older seqs are ignored), and
+    release the append lock held with ``token``."""
     connection = client()
     keys = ConversationKeys.of(tenant_slug, conversation_id)
 
@@ -611,7 +653,8 @@ def clear_messages(*, tenant_slug: str, conversation_id: str, token: str) -> int
         for suffix in ("message:*", "context:*"):
             found.extend(connection.scan_iter(match=key(tenant_slug, conversation_id, suffix), count=500))
         return _scripts().clear_messages(
-            keys=[keys.state, keys.messages, keys.pending, keys.lock, *found], args=[token, settings.MEMORY_PENDING_TTL]
+            keys=[keys.state, keys.messages, keys.pending, keys.lock, erase_floor_key(tenant_slug, conversation_id), *found],
+            args=[token, settings.MEMORY_PENDING_TTL, erased_before],
         )
 
     return _call("clear_messages", tenant_slug, scan_and_clear)

@@ -736,9 +736,11 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str, messages_only: b
     if cache_reached:
         try:
             if messages_only:  # the memory document and the seq clock stay cached
-                keys = cache.clear_messages(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
-            else:
-                keys = cache.erase(tenant_slug=tenant.slug, conversation_id=conversation_id)  # the lock goes too
+                keys = cache.clear_messages(
+                    tenant_slug=tenant.slug, conversation_id=conversation_id, token=token, erased_before=erased_before
+                )
+            else:  # the lock goes too
+                keys = cache.erase(tenant_slug=tenant.slug, conversation_id=conversation_id, erased_before=erased_before)
         except cache.CacheUnavailable:
             CacheRepair.objects.for_tenant(tenant).get_or_create(
                 tenant=tenant, conversation_id=conversation_id, defaults={"erase": True}
