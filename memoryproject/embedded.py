@@ -44,6 +44,7 @@ import importlib.util
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -456,6 +457,12 @@ class _Launcher:
         shutil.rmtree(prometheus_dir, ignore_errors=True)
         prometheus_dir.mkdir(parents=True)
         env.update(urls)
+        if not env.get("MEMORY_METRICS_TOKEN"):  # /metrics names tenants: a scraper token of this machine's own
+            token_file = self.var_dir / "metrics-token.txt"
+            if not token_file.exists():
+                token_file.write_text(secrets.token_urlsafe(24) + "\n")
+                token_file.chmod(0o600)
+            env["MEMORY_METRICS_TOKEN"] = token_file.read_text().strip()
         env.update(
             DJANGO_SETTINGS_MODULE="memoryproject.settings.local",
             PROMETHEUS_MULTIPROC_DIR=str(prometheus_dir),
@@ -582,7 +589,7 @@ class _Launcher:
             f"  API docs   {base}/api/docs/",
             f"  Schema     {base}/api/schema/",
             f"  Status     {base}/api/v1/status/",
-            f"  Metrics    {base}/metrics",
+            f"  Metrics    {base}/metrics   (Authorization: Bearer <{_display(self.var_dir / 'metrics-token.txt')}>)",
             f"  Admin      {base}/admin/   (log in after: {_display(Path(sys.executable))} manage.py createsuperuser)",
             "",
             f"  Demo API key (tenant {DEMO_TENANT!r}, saved in {_display(self.var_dir / 'demo-api-key.txt')}):",

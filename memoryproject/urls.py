@@ -1,5 +1,7 @@
 """URLs: the API (v1), its schema and docs, Prometheus metrics, the admin."""
 
+import hmac
+
 from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
@@ -11,6 +13,14 @@ from conversations import metrics
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
+    """Prometheus metrics, which name tenants: only for a scraper holding ``MEMORY_METRICS_TOKEN``
+    (``Authorization: Bearer <token>``); with no token configured, they are not served at all."""
+    token = settings.MEMORY_METRICS_TOKEN
+    if not token:
+        return HttpResponse("Metrics are off: set MEMORY_METRICS_TOKEN and scrape with that bearer token.\n", status=404)
+    given = request.headers.get("Authorization", "")
+    if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+        return HttpResponse("Send Authorization: Bearer <MEMORY_METRICS_TOKEN>.\n", status=401)
     return HttpResponse(generate_latest(metrics.registry()), content_type=CONTENT_TYPE_LATEST)
 
 

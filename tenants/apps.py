@@ -6,4 +6,12 @@ class TenantsConfig(AppConfig):
     name = "tenants"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete
+
         from tenants import schema  # noqa: F401 - registers the OpenAPI security scheme
+        from tenants.models import TenantApiKey
+        from tenants.services import api_key_forget
+
+        # A deleted key (or every key of a deleted tenant, by cascade) must not live on in the auth
+        # cache: however it was deleted (admin, shell, a tenant's cascade), its record goes too.
+        post_delete.connect(api_key_forget, sender=TenantApiKey, dispatch_uid="tenants.api_key_forget")

@@ -45,6 +45,8 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         if not key:
             return None
         prefix, _, _ = key.partition(".")
+        if not prefix.isalnum():  # generated prefixes are letters and digits: anything else names no key
+            raise exceptions.AuthenticationFailed("The API key is not valid.")
         record = self._record(prefix)
         if record is None or not TenantApiKey.objects.key_generator.verify(key, record["hashed_key"]):
             raise exceptions.AuthenticationFailed("The API key is not valid.")

@@ -60,6 +60,11 @@ def auth_cache_forget(*, tenant: Tenant) -> None:
         _forget(prefix)
 
 
+def api_key_forget(*, instance: TenantApiKey, **_: object) -> None:
+    """After a key is deleted: its cached record goes (connected to ``post_delete`` in ``apps``)."""
+    _forget(instance.prefix)
+
+
 def _forget(prefix: str) -> None:
     # Deliberately not swallowed: a revocation that cannot reach the cache must say so.
     cache.delete(auth_cache_key(prefix))

@@ -70,7 +70,7 @@ class CheckpointListView(TenantAPIView):
     @extend_schema(
         operation_id="conversations_checkpoints_delete",
         parameters=[serializers.NamespaceFilterSerializer],
-        responses=serializers.CheckpointsDeleteOutSerializer,
+        responses={200: serializers.CheckpointsDeleteOutSerializer},
         description="Delete the conversation's checkpoints and their writes: every namespace, or the one given.",
     )
     def delete(self, request: Request, conversation_id: str) -> Response:

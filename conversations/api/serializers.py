@@ -32,9 +32,38 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
+# What PostgreSQL's jsonb cannot store in a string, and UTF-8 cannot encode: NUL, and halves of a
+# UTF-16 surrogate pair. Refused here: accepted, they would make a write no worker can ever persist.
+UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def check_storable(value: Any, *, field: str) -> Any:
+    pending = [value]
+    while pending:  # a loop, not recursion: nesting is bounded by the parser, but need not be trusted
+        item = pending.pop()
+        if isinstance(item, str) and UNSTORABLE.search(item):
+            raise serializers.ValidationError(f"{field} must not contain NUL characters or unpaired UTF-16 surrogates.")
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return value
+
+
+class TextField(serializers.CharField):
+    """A JSON string as sent: a number or boolean is refused, not turned into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 def check_metadata(value: Any, *, field: str = "metadata") -> dict:
     if not isinstance(value, dict):
         raise serializers.ValidationError(f"{field} must be a JSON object.")
+    check_storable(value, field=field)
     size = json_size(value)
     if size > settings.MEMORY_MAX_METADATA_BYTES:
         raise LimitExceeded(
@@ -61,9 +90,7 @@ class MessageInSerializer(serializers.Serializer):
 
     id = serializers.UUIDField(required=False, help_text="Your own id (UUID) makes the write idempotent.")
     role = serializers.ChoiceField(choices=Role.choices)
-    content = serializers.CharField(
-        allow_blank=True, allow_null=True, trim_whitespace=False, help_text="null is stored as empty."
-    )
+    content = TextField(allow_blank=True, allow_null=True, trim_whitespace=False, help_text="null is stored as empty.")
     metadata = serializers.JSONField(required=False, default=dict)
     created_at = serializers.DateTimeField(required=False, help_text="Defaults to the time of the write.")
     tool_calls = serializers.ListField(child=serializers.DictField(), required=False, max_length=128)
@@ -217,6 +244,15 @@ class ConversationSerializer(serializers.ModelSerializer):
         return check_metadata(value)
 
 
+class ConversationPageSerializer(serializers.Serializer):
+    """One page of the conversation list (limit/offset pagination)."""
+
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = ConversationSerializer(many=True)
+
+
 class ConversationUpdateSerializer(serializers.Serializer):
     user_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX)
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX)
@@ -245,6 +281,7 @@ class MemoryDocumentSerializer(serializers.Serializer):
         return check_metadata(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        check_storable(attrs["messages"], field="messages")
         size = json_size(attrs)
         if size > settings.MEMORY_MAX_MEMORY_BYTES:
             raise LimitExceeded(

@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import context, selectors, services
-from conversations.api import serializers
+from conversations.api import parsers, renderers, serializers
 from conversations.exceptions import LimitExceeded, NotFound, PayloadTooLarge
 from tenants.models import Tenant
 
@@ -35,6 +35,8 @@ class TenantAPIView(APIView):
 
     _sealed = ("initial", "tenant")
     content_negotiation_class = JsonOnly
+    parser_classes = [parsers.JSONParser]
+    renderer_classes = [renderers.JSONRenderer]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -50,10 +52,25 @@ class TenantAPIView(APIView):
                 details={"size": int(length), "limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
             )
         super().initial(request, *args, **kwargs)
+        _refuse_nul(request, kwargs)
 
     @property
     def tenant(self) -> Tenant:
         return self.request.user.tenant
+
+
+def _refuse_nul(request: Request, path_values: dict[str, Any]) -> None:
+    """PostgreSQL text cannot hold NUL, so no id or filter containing one can match or make a row. Like
+    any id that could never be stored, one in the path is a 404 to a read and a 400 to a write; a query
+    parameter is a 400 naming it. Checked here once, before any view reaches the database."""
+    for name, value in path_values.items():
+        if isinstance(value, str) and "\x00" in value:
+            if request.method in ("POST", "PUT", "PATCH"):
+                raise ValidationError({name: f"A {name} must not contain NUL characters."})
+            raise NotFound(f"No {name} contains a NUL character.", details={"field": name})
+    for name, values in request.query_params.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            raise ValidationError({name.replace("\x00", ""): "Query parameters must not contain NUL characters."})
 
 
 def _conversation_id(value: str) -> str:
@@ -94,7 +111,8 @@ class ConversationListView(TenantAPIView):
             OpenApiParameter("limit", int),
             OpenApiParameter("offset", int),
         ],
-        responses=serializers.ConversationSerializer(many=True),
+        responses=serializers.ConversationPageSerializer,
+        operation_id="conversations_list",
     )
     def get(self, request: Request) -> Response:
         archived = request.query_params.get("archived")
@@ -131,7 +149,7 @@ class ConversationDetailView(TenantAPIView):
         )
         return Response(serializers.ConversationSerializer(conversation).data)
 
-    @extend_schema(responses=serializers.EraseOutSerializer)
+    @extend_schema(responses={200: serializers.EraseOutSerializer})
     def delete(self, request: Request, conversation_id: str) -> Response:
         result = services.conversation_erase(tenant=self.tenant, conversation_id=_conversation_id(conversation_id))
         return Response(
@@ -141,7 +159,7 @@ class ConversationDetailView(TenantAPIView):
 
 class UserView(TenantAPIView):
     @extend_schema(
-        responses=serializers.UserEraseOutSerializer,
+        responses={200: serializers.UserEraseOutSerializer},
         description="Erase one user everywhere: their conversations, messages, vectors, summaries, checkpoints, "
         "facts, dead letters and cache keys, and writes of theirs still queued. Answers what was erased.",
     )
@@ -230,7 +248,7 @@ class MessageListView(TenantAPIView):
 
     @extend_schema(
         operation_id="conversations_messages_clear",
-        responses=serializers.EraseOutSerializer,
+        responses={200: serializers.EraseOutSerializer},
         description="Clear the conversation's messages (a chat history's clear()); the conversation, its memory "
         "document and its checkpoints stay.",
     )

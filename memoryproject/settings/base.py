@@ -202,6 +202,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "conversations.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # Per tenant: MEMORY_RATE_LIMIT requests per MEMORY_RATE_WINDOW seconds, counted in Redis.
+    "DEFAULT_THROTTLE_CLASSES": ["tenants.throttling.TenantRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Conversation memory service",
@@ -266,6 +268,11 @@ MEMORY_MAX_FACTS_PER_USER = env.int("MEMORY_MAX_FACTS_PER_USER", default=500)
 MEMORY_MAX_FACT_KEY_LENGTH = min(200, env.int("MEMORY_MAX_FACT_KEY_LENGTH", default=200))  # the column holds 200
 MEMORY_MAX_FACT_VALUE_CHARS = env.int("MEMORY_MAX_FACT_VALUE_CHARS", default=4_000)
 MEMORY_MAX_QUERY_CHARS = env.int("MEMORY_MAX_QUERY_CHARS", default=2_000)
+# /metrics names tenants: served only to a scraper sending "Authorization: Bearer <this>" (unset: off).
+MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="")
+# Requests one tenant may make per window (tenants/throttling.py); 0 turns throttling off.
+MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=6_000)
+MEMORY_RATE_WINDOW = env.int("MEMORY_RATE_WINDOW", default=60)
 
 # Overridable per tenant through Tenant.settings (validated against this list).
 MEMORY_TENANT_OVERRIDABLE = (
@@ -290,6 +297,8 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_SEARCH_CANDIDATE_LIMIT",
     "MEMORY_SUMMARY_MODEL",
     "MEMORY_RETENTION_DAYS",
+    "MEMORY_RATE_LIMIT",
+    "MEMORY_RATE_WINDOW",
 )
 
 # --- Logging: structured (structlog), one JSON object a line --------------------------------------

@@ -32,3 +32,9 @@ STORAGES = {
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="WARNING")
 LOGGING["root"]["level"] = LOG_LEVEL  # noqa: F405
+
+# The suite is never throttled; the throttling tests set small limits per tenant.
+MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=1_000_000)
+
+# The metrics endpoint answers the tests that send this token.
+MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="test-metrics-token")

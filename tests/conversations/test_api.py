@@ -671,13 +671,16 @@ def cache_lookups(text: str, *, tenant: str, data_type: str, result: str) -> flo
     return sum(float(line[len(line_start) :]) for line in text.splitlines() if line.startswith(line_start))
 
 
+SCRAPER = {"HTTP_AUTHORIZATION": "Bearer test-metrics-token"}
+
+
 def test_metrics_count_cache_lookups_in_prometheus_text(api, client, tenant):
     api.post(CONVERSATIONS, {"conversation_id": "c1"}, format="json")
-    before = client.get("/metrics").content.decode()
+    before = client.get("/metrics", **SCRAPER).content.decode()
 
     api.get(messages_url("c1"))  # a miss (rebuild), then
     api.get(messages_url("c1"))  # a hit
-    answer = client.get("/metrics")
+    answer = client.get("/metrics", **SCRAPER)
 
     assert answer.status_code == 200
     assert answer["Content-Type"].startswith("text/plain")
@@ -726,3 +729,10 @@ def test_a_django_404_inside_a_view_answers_the_not_found_code_with_a_message():
     assert response.status_code == 404
     assert response.data["error"]["code"] == "not_found"
     assert response.data["error"]["message"] == "Checkpoint x does not exist."
+
+
+def test_metrics_name_tenants_so_they_answer_only_the_scraper_holding_the_token(client, settings):
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    settings.MEMORY_METRICS_TOKEN = ""
+    assert client.get("/metrics", **SCRAPER).status_code == 404

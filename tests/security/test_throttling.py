@@ -1,0 +1,221 @@
+"""Per-tenant throttling (tenants/throttling.py): MEMORY_RATE_LIMIT requests per MEMORY_RATE_WINDOW
+seconds for each tenant, counted atomically in Redis; over it, 429 with Retry-After and the JSON error
+``throttled`` naming the limit; Redis down, requests pass.
+
+The throttle's clock is replaced by one the test moves, so windows begin and end on cue.
+"""
+
+import copy
+import threading
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test import override_settings
+from django_redis import get_redis_connection
+from prometheus_client import REGISTRY
+from rest_framework.test import APIClient
+
+from tenants import services as tenant_services
+from tenants.throttling import TenantRateThrottle, throttle_key
+from tests.conftest import client_for, take_queued_tasks
+
+CONVERSATIONS = "/api/v1/conversations/"
+WINDOW = 60
+# 45.5 seconds into a window: 14.5 seconds are left, so Retry-After is 15.
+START = WINDOW * 20_000_000 + 45.5
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock(START)
+    monkeypatch.setattr(TenantRateThrottle, "timer", staticmethod(clock))
+    return clock
+
+
+def limit(tenant: Any, requests: int, window: int = WINDOW) -> None:
+    tenant_services.tenant_update(tenant=tenant, settings={"MEMORY_RATE_LIMIT": requests, "MEMORY_RATE_WINDOW": window})
+
+
+def statuses(client: APIClient, count: int) -> list[int]:
+    return [client.get(CONVERSATIONS).status_code for _ in range(count)]
+
+
+def redis_unreachable() -> override_settings:
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["LOCATION"] = "redis://127.0.0.1:1/0"
+    return override_settings(CACHES=caches)
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_the_request_after_the_limit_is_429_with_retry_after_and_an_error_naming_the_limit(api, tenant, clock):
+    limit(tenant, 3)
+
+    assert statuses(api, 3) == [200, 200, 200]
+    refused = api.get(CONVERSATIONS)
+
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == "15"
+    assert refused["Content-Type"] == "application/json"
+    error = refused.json()["error"]
+    assert error["code"] == "throttled"
+    assert "MEMORY_RATE_LIMIT=3" in error["message"]
+    assert "MEMORY_RATE_WINDOW=60" in error["message"]
+    assert set(error) == {"code", "message", "details"}
+
+
+def test_a_refused_write_writes_nothing(api, tenant, clock, no_worker):
+    limit(tenant, 1)
+    assert api.get(CONVERSATIONS).status_code == 200
+
+    refused = api.post("/api/v1/conversations/c1/messages/", {"role": "user", "content": "hi"}, format="json")
+
+    assert refused.status_code == 429
+    assert list(get_redis_connection("default").scan_iter(match="acme:*")) == []
+    assert take_queued_tasks() == []
+
+
+def test_another_tenant_is_not_affected_by_a_throttled_one(api, tenant, other_api, other_tenant, clock):
+    limit(tenant, 2)
+    limit(other_tenant, 2)
+
+    assert statuses(api, 3) == [200, 200, 429]
+
+    assert statuses(other_api, 2) == [200, 200]
+    assert other_api.get(CONVERSATIONS).status_code == 429
+
+
+def test_every_key_of_a_tenant_spends_the_same_budget(api, tenant, clock):
+    limit(tenant, 2)
+    second_key = client_for(tenant)
+
+    assert api.get(CONVERSATIONS).status_code == 200
+    assert second_key.get(CONVERSATIONS).status_code == 200
+
+    assert api.get(CONVERSATIONS).status_code == 429
+    assert second_key.get(CONVERSATIONS).status_code == 429
+
+
+def test_the_budget_comes_back_when_the_window_ends(api, tenant, clock):
+    limit(tenant, 2)
+    assert statuses(api, 3) == [200, 200, 429]
+
+    clock.now += 14  # still the same window: half a second left
+    assert api.get(CONVERSATIONS)["Retry-After"] == "1"
+
+    clock.now += 1  # the next window
+    assert statuses(api, 3) == [200, 200, 429]
+
+
+def test_the_counter_expires_with_its_window(api, tenant, clock):
+    limit(tenant, 5)
+
+    api.get(CONVERSATIONS)
+
+    redis = get_redis_connection("default")
+    key = throttle_key(tenant_id=tenant.pk, window=WINDOW, number=int(START // WINDOW))
+    assert int(redis.get(key)) == 1
+    assert 0 < redis.ttl(key) <= WINDOW + 1
+
+
+def test_a_new_limit_applies_from_the_next_request(api, tenant, clock):
+    assert statuses(api, 3) == [200, 200, 200]
+
+    limit(tenant, 3)
+
+    assert api.get(CONVERSATIONS).status_code == 429
+
+
+def test_a_tenant_limit_of_zero_turns_throttling_off(api, tenant, clock):
+    limit(tenant, 0)
+
+    assert set(statuses(api, 20)) == {200}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"MEMORY_RATE_LIMIT": "lots"}, {"MEMORY_RATE_LIMIT": -1}, {"MEMORY_RATE_WINDOW": 1.5}, {"MEMORY_RATE_WINDOW": True}],
+)
+def test_a_tenant_limit_that_is_not_a_whole_number_is_refused(tenant, overrides):
+    with pytest.raises(ValidationError):
+        tenant_services.tenant_update(tenant=tenant, settings=overrides)
+
+
+def test_requests_without_a_key_are_refused_before_they_are_counted(api, tenant, clock):
+    limit(tenant, 1)
+
+    assert APIClient().get(CONVERSATIONS).status_code == 401
+    assert api.get(CONVERSATIONS).status_code == 200
+
+
+@pytest.fixture
+def acme_at_ten(transactional_db: Any, tenant: Any, clock: Clock) -> Any:
+    limit(tenant, 10)
+    return tenant
+
+
+def test_concurrent_requests_are_counted_exactly_once_each(acme_at_ten):
+    clients = [client_for(acme_at_ten) for _ in range(4)]
+    threads_count = 24
+    barrier = threading.Barrier(threads_count)
+    answers: list[int] = []
+    lock = threading.Lock()
+
+    def fire(client: APIClient) -> None:
+        try:
+            barrier.wait(timeout=30)
+            status = client.get(CONVERSATIONS).status_code
+            with lock:
+                answers.append(status)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=fire, args=(clients[index % len(clients)],)) for index in range(threads_count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert len(answers) == threads_count
+    assert answers.count(200) == 10
+    assert answers.count(429) == threads_count - 10
+
+
+def test_with_redis_unreachable_requests_pass_and_the_miss_is_counted(api, tenant, clock):
+    limit(tenant, 1)
+    errors_before = sample("memory_cache_errors_total", operation="throttle")
+    fallbacks_before = sample("memory_fallbacks_total", kind="unthrottled")
+
+    with redis_unreachable():
+        answers = statuses(api, 3)
+
+    assert answers == [200, 200, 200]
+    assert sample("memory_cache_errors_total", operation="throttle") == errors_before + 3
+    assert sample("memory_fallbacks_total", kind="unthrottled") == fallbacks_before + 3
+
+
+def test_the_schema_and_the_api_root_are_not_counted(api, tenant, clock):
+    limit(tenant, 1)
+
+    assert APIClient().get("/api/schema/").status_code == 200
+    assert APIClient().get("/api/v1/").status_code == 200
+    assert api.get(CONVERSATIONS).status_code == 200
+
+
+def test_the_deployment_default_is_generous_and_read_from_settings(tenant):
+    assert tenant.setting("MEMORY_RATE_LIMIT") == settings.MEMORY_RATE_LIMIT >= 1000
+    assert tenant.setting("MEMORY_RATE_WINDOW") == settings.MEMORY_RATE_WINDOW
+    assert "tenants.throttling.TenantRateThrottle" in settings.REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"]
