@@ -220,7 +220,7 @@ def _check_reads(
         persisted = min((row.persisted_at for row in by_content.get(content, [])), default=float("inf"))
         # Written while Redis did not answer: in cached reads only from its persistence on.
         visible = persisted + SETTLE_GRACE if written_while_unreachable(append) else append.ended
-        acked_by_conversation[(append.tenant, append.conversation)].append((visible, seq, message_id, persisted))
+        acked_by_conversation[(append.tenant, append.conversation)].append((visible, seq, message_id, persisted, append.started))
     reads_by_conversation: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for read in history.reads:
         if not read.ok:
@@ -264,13 +264,15 @@ def _ordered_pairs(reads: list[Any]) -> list[tuple[Any, Any]]:
 
 
 def _check_read_your_writes(
-    report: Report, read: Any, acked: list[tuple[float, int, str, float]], forgotten_between: Any
+    report: Report, read: Any, acked: list[tuple[float, int, str, float, float]], forgotten_between: Any
 ) -> None:
     seen = {message_id for message_id, _, _ in read.messages}
     floor = read.messages[0][1] if len(read.messages) >= _limit(read) else -1
-    for ended, seq, message_id, persisted in acked:
-        if forgotten_between(ended, read.ended) and persisted > read.started:
-            continue  # Redis forgot it, and it was not in PostgreSQL yet
+    for ended, seq, message_id, persisted, started in acked:
+        # Redis restarted after the write reached it (its request began) and before the read was
+        # served, and the row was not committed yet: only the broker held it.
+        if forgotten_between(started, read.ended) and persisted > read.started:
+            continue
         if ended < read.started and seq >= floor and message_id not in seen:
             report.note(
                 "stale_reads",

@@ -141,3 +141,13 @@ def test_a_write_made_while_redis_did_not_answer_is_expected_in_cached_reads_onl
     assert check(history=history, rows=rows, final_windows=windows).stale_reads == 1
     history.reads.append(Read(0, "t0", "c0", started=30, ended=31, ok=True, source="cache", messages=[(f"id-{A1}", 1, A1)]))
     assert check(history=history, rows=rows, final_windows=windows, unreachable=[(2.5, 4.0)]).stale_reads == 1
+
+
+def test_a_write_that_reached_redis_before_it_restarted_empty_is_not_expected_until_persisted():
+    history = History(appends=[append(A1, seq=1, started=0, ended=1), append(A2, seq=2, started=2, ended=4)])
+    rows = [row(A1, 1), row(A2, 2, persisted_at=9.0)]
+    windows = {("t0", "c0"): window(*rows)}
+    history.reads.append(Read(0, "t0", "c0", started=5, ended=6, ok=True, source="cache", messages=[(f"id-{A1}", 1, A1)]))
+    # Redis restarted at 3: after A2's request began, before it was answered.
+    assert check(history=history, rows=rows, final_windows=windows, forgotten_at=[3.0]).ok
+    assert check(history=history, rows=rows, final_windows=windows).stale_reads == 1
