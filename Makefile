@@ -1,10 +1,11 @@
 # make run   set up a virtualenv and run the service on the embedded default (no external services)
 # make test  set up and run the test suite against PostgreSQL, Redis and RabbitMQ on 127.0.0.1
+# make bench the service side by side with the Redis and PostgreSQL floors (bench/__main__.py)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint worker migrate
+.PHONY: run test lint worker migrate bench
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,3 +27,6 @@ lint: $(VENV)/.installed
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate
+
+bench: $(VENV)/.installed
+	$(PY) -m bench
