@@ -50,6 +50,7 @@ from tqdm import tqdm
 from benchmarks.database import ensure_database
 from conversations import selectors, services
 from tenants.models import Tenant
+from torture.processes import CeleryWorker  # a real worker persists what the service acknowledges
 
 WINDOW = 50
 WORDS = (
@@ -133,7 +134,6 @@ def main(argv: list[str] | None = None) -> int:
 
     ensure_database()
     call_command("migrate", verbosity=0, interactive=False)
-    from tests.faults import CeleryWorker  # a real worker persists what the service acknowledges
 
     env = dict(os.environ, MEMORY_QUEUE=settings.MEMORY_QUEUE, MEMORY_DERIVED_QUEUE=settings.MEMORY_DERIVED_QUEUE)
     worker = CeleryWorker(env=env, name="bench", concurrency=2)

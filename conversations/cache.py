@@ -339,6 +339,15 @@ return 1
 """
 
 
+# Count one request in a tenant's throttle window (tenants/throttling.py), the window's expiry set
+# with its first request. KEYS: counter   ARGV: seconds it lives.
+THROTTLE_COUNT = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+"""
+
+
 class _Scripts:
     """Scripts registered once per client; redis-py falls back to EVAL after a Redis restart."""
 
@@ -357,6 +366,7 @@ class _Scripts:
             "CONTEXT_GET",
             "CONTEXT_SET",
             "CLEAR_MESSAGES",
+            "THROTTLE_COUNT",
         ):
             setattr(self, name.lower(), client.register_script(globals()[name]))
 
@@ -555,6 +565,11 @@ def try_lock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> b
 def unlock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> None:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     _call("rebuild_unlock", tenant_slug, _scripts().release, keys=[keys.rebuild], args=[token])
+
+
+def throttle_count(*, tenant_slug: str, key: str, ttl: int) -> int:
+    """Count one request under ``key`` (a throttle window) and return the window's count."""
+    return int(_call("throttle", tenant_slug, _scripts().throttle_count, keys=[key], args=[ttl]))
 
 
 def get_memory(*, tenant_slug: str, conversation_id: str) -> dict[str, Any] | None:

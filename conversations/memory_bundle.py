@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import structlog
+from django.conf import settings
 from django.db import DatabaseError
 
 from conversations import tokens
@@ -59,7 +60,10 @@ def memory_bundle(
     if query and query.strip():
         try:
             result = memory_search(
-                tenant=tenant, request=SearchRequest.for_tenant(tenant, query=query, top_k=top_k), conversation_id=conversation_id
+                tenant=tenant,
+                # A query longer than a search takes is searched by its beginning, not refused.
+                request=SearchRequest.for_tenant(tenant, query=query[: settings.MEMORY_MAX_QUERY_CHARS], top_k=top_k),
+                conversation_id=conversation_id,
             )
         except NotFound:
             pass  # nothing persisted yet: nothing to find

@@ -197,17 +197,15 @@ def _context(
 ) -> dict[str, Any]:
     parameters = {"conversation_id": conversation_id, **request.__dict__}
     version = None
-    try:
-        if memory is not None:
-            raise cache.CacheUnavailable("a context with long-term memory is not cached")
-        cached = cache.get_context(tenant_slug=tenant.slug, conversation_id=conversation_id, parameters=parameters)
-        metrics.track_cache(tenant=tenant.slug, data_type="context", hit=cached.context is not None)
-        if cached.context is not None:
-            logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
-            return cached.context | {"cached": True}
-        version = cached.version
-    except cache.CacheUnavailable:
-        if memory is None:
+    if memory is None:  # facts change without the conversation changing: a context with memory is never cached
+        try:
+            cached = cache.get_context(tenant_slug=tenant.slug, conversation_id=conversation_id, parameters=parameters)
+            metrics.track_cache(tenant=tenant.slug, data_type="context", hit=cached.context is not None)
+            if cached.context is not None:
+                logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
+                return cached.context | {"cached": True}
+            version = cached.version
+        except cache.CacheUnavailable:
             metrics.track_cache(tenant=tenant.slug, data_type="context", hit=None)
     turns_wanted = request.short_term_turns + request.long_term_turns
     history, older_turns, source = _context_history(tenant=tenant, conversation_id=conversation_id, turns_wanted=turns_wanted)

@@ -214,6 +214,9 @@ def _ensure_postgres(pgdata: Path) -> tuple[dict[str, Any], bool]:
         # pgserver runs postgres as a system user "pgserver" (created with useradd if missing),
         # chowns pgdata to it and opens g+rx/o+rx on every parent directory so it can get there.
         server = _pgserver().get_server(pgdata, cleanup_mode=None)
+        # pgserver keeps one handle per data directory for the life of the process, and hands back
+        # that handle without starting anything: after a stop in this process, start it again.
+        server.ensure_postgres_running()
         info = server.get_postmaster_info()
         log.info("embedded PostgreSQL is up (pid %s, socket %s)", info.pid, info.socket_path)
     else:

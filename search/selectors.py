@@ -70,9 +70,7 @@ class SearchRequest:
         values = defaults | {name: value for name, value in given.items() if value is not None and name in known}
         if values.get("min_similarity") is None and values.get("mode") == "semantic":
             values["min_similarity"] = tenant.setting("MEMORY_SIMILARITY_THRESHOLD")
-        request = cls(**values)
-        request.validate()
-        return request
+        return cls(**values)  # memory_search validates it
 
     def validate(self) -> None:
         query = self.query.strip()
@@ -166,24 +164,23 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
         if current is None:
             raise NotFound(f"Conversation {conversation_id} does not exist.")
         user_id = current["user_id"] if user_id is None else user_id
-    if current is None or request.scope == "user":
+    current_pk = current["pk"] if current else None
+    if current is None:
         name = "user"
-    elif request.scope == "conversation" or not user_id:
+    elif not user_id or request.scope == "conversation":
         name = "conversation"
+    elif request.scope == "user":
+        name = "user"
     elif request.mode == "semantic":
         name = "auto"  # decided on the vectors themselves (seed 003), in _semantic
     else:
         name = "user" if current["message_count"] < request.cross_session_trigger else "conversation"
     if name == "conversation" or not user_id:
-        return _Scope(
-            name="conversation" if current else "user",
-            conversation_pks=[current["pk"]] if current else [],
-            current_pk=current and current["pk"],
-        )
-    others = list(conversations.filter(user_id=user_id).values_list("pk", flat=True).order_by("-updated_at"))
-    if current and current["pk"] not in others:
-        others.insert(0, current["pk"])
-    return _Scope(name=name, conversation_pks=others, current_pk=current and current["pk"])
+        return _Scope(name=name, conversation_pks=[current_pk] if current_pk else [], current_pk=current_pk)
+    pks = list(conversations.filter(user_id=user_id).order_by("-updated_at").values_list("pk", flat=True))
+    if current_pk and current_pk not in pks:
+        pks.insert(0, current_pk)
+    return _Scope(name=name, conversation_pks=pks, current_pk=current_pk)
 
 
 def _semantic(

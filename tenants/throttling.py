@@ -3,7 +3,7 @@
 
 The window is fixed and aligned on the clock (window ``n`` covers ``[n * W, (n + 1) * W)``). Its count
 lives in Redis under ``throttle:tenant:<tenant id>:<W>:<n>``; one Lua script increments it and sets
-its expiry, so concurrent requests from any number of processes are each counted exactly once and a
+its expiry (``conversations.cache.THROTTLE_COUNT``), so concurrent requests from any number of processes are each counted exactly once and a
 counter never outlives its window. A fixed window lets a tenant send up to twice its limit across a
 boundary; that is the price of one key and one round trip per request.
 
@@ -21,39 +21,20 @@ import math
 import time
 from typing import Any
 
-import redis
 import structlog
-from django_redis import get_redis_connection
 from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from conversations import metrics
+from conversations import cache, metrics
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
 
+
 # INCR and the expiry in one step: a counter is never left without an expiry.
-COUNT = """
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then
-    redis.call('EXPIRE', KEYS[1], ARGV[1])
-end
-return count
-"""
-
-_scripts: dict[int, Any] = {}
-
-
 def throttle_key(*, tenant_id: int, window: int, number: int) -> str:
     return f"throttle:tenant:{tenant_id}:{window}:{number}"
-
-
-def _count_script(connection: redis.Redis) -> Any:
-    script = _scripts.get(id(connection))
-    if script is None or script.registered_client is not connection:
-        script = _scripts[id(connection)] = connection.register_script(COUNT)
-    return script
 
 
 class TenantRateThrottle(BaseThrottle):
@@ -77,9 +58,8 @@ class TenantRateThrottle(BaseThrottle):
         number = int(now // window)
         key = throttle_key(tenant_id=tenant.pk, window=window, number=number)
         try:
-            count = _count_script(get_redis_connection("default"))(keys=[key], args=[window + 1])
-        except redis.RedisError as error:
-            metrics.cache_errors.labels(operation="throttle").inc()
+            count = cache.throttle_count(tenant_slug=tenant.slug, key=key, ttl=window + 1)
+        except cache.CacheUnavailable as error:  # counted in cache_errors{operation="throttle"} by the cache layer
             metrics.fallbacks.labels(kind="unthrottled").inc()
             logger.warning("throttle_unavailable", tenant=tenant.slug, error=str(error))
             return True

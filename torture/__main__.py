@@ -210,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         for client in clients:
             client.start()
         chaos.start()
-        while time.time() - began < options.duration:
-            time.sleep(min(10.0, options.duration - (time.time() - began)) if options.duration > time.time() - began else 0)
+        while (left := options.duration - (time.time() - began)) > 0:
+            time.sleep(min(10.0, left))
             say(f"workload {time.time() - began:.0f} s: {len(history.appends)} appends, {len(history.reads)} reads")
         stop_nemesis.set()
         chaos.join(timeout=120)

@@ -25,11 +25,11 @@ Counts (every one but ``unknown`` must be zero, DESIGN.md section 5):
 from __future__ import annotations
 
 import bisect
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from torture.workload import History, tenant_of
+from torture.workload import READ_LIMIT, History, tenant_of
 
 MUST_BE_ZERO = (
     "lost",
@@ -241,16 +241,10 @@ def _check_reads(
             if forgotten_between(earlier.started, later.ended):
                 continue
             later_ids = {message_id for message_id, _, _ in later.messages}
-            floor = later.messages[0][1] if len(later.messages) >= _limit(later) else -1
+            floor = later.messages[0][1] if len(later.messages) >= READ_LIMIT else -1
             for message_id, seq, content in earlier.messages:
                 if seq >= floor and message_id not in later_ids:
                     report.note("vanished", f"{content} (seq {seq}) seen, then missing from a later window")
-
-
-def _limit(read: Any) -> int:
-    from torture.workload import READ_LIMIT
-
-    return READ_LIMIT
 
 
 def _ordered_pairs(reads: list[Any]) -> list[tuple[Any, Any]]:
@@ -267,7 +261,7 @@ def _check_read_your_writes(
     report: Report, read: Any, acked: list[tuple[float, int, str, float, float]], forgotten_between: Any
 ) -> None:
     seen = {message_id for message_id, _, _ in read.messages}
-    floor = read.messages[0][1] if len(read.messages) >= _limit(read) else -1
+    floor = read.messages[0][1] if len(read.messages) >= READ_LIMIT else -1
     for ended, seq, message_id, persisted, started in acked:
         # Redis restarted after the write reached it (its request began) and before the read was
         # served, and the row was not committed yet: only the broker held it.
@@ -287,7 +281,3 @@ def _clock(moment: float) -> str:
     if moment == float("inf"):
         return "never"
     return time.strftime("%H:%M:%S", time.localtime(moment)) + f".{int(moment % 1 * 1000):03d}"
-
-
-def summary(report: Report) -> Counter:
-    return Counter({name: getattr(report, name) for name in MUST_BE_ZERO})

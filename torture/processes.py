@@ -345,12 +345,8 @@ class PrivatePostgres:
     def start(self) -> None:
         from memoryproject import embedded
 
-        # pgserver keeps one handle per data directory for the life of the process: ask it to start
-        # the server again rather than trust the handle (after stop() it would still be there).
-        server = embedded._pgserver().get_server(self.pgdata, cleanup_mode=None)
-        server.ensure_postgres_running()
-        info = server.get_postmaster_info()
-        self.url = f"postgres://{embedded.PG_USER}@/{embedded.PG_DATABASE}?host={info.socket_dir}&port={info.port}"
+        state, _ = embedded._ensure_postgres(self.pgdata)
+        self.url = f"postgres://{embedded.PG_USER}@/{embedded.PG_DATABASE}?host={state['socket_dir']}&port={state['port']}"
 
     def stop(self) -> None:
         from memoryproject import embedded

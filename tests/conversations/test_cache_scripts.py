@@ -545,3 +545,31 @@ def test_remove_of_a_message_the_cache_does_not_hold_changes_nothing_but_the_ver
 
     assert listed_seqs() == ([0, 10] if cached else [])
     assert int(current_version()) > version
+
+
+# --- The erase floor ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["erase", "clear"])
+def test_a_settle_older_than_an_erase_or_clear_writes_nothing_back_and_a_newer_one_is_cached(how):
+    install([message(1)])
+    merge([message(2)])  # acknowledged, pending
+    if how == "erase":
+        cache.erase(tenant_slug=TENANT, conversation_id=CONVERSATION, erased_before=10)
+    else:
+        cache.clear_messages(tenant_slug=TENANT, conversation_id=CONVERSATION, token="", erased_before=10)
+    install([])
+    merge([message(2)], mode="settled")  # a worker that committed before the erase settles after it
+    merge([message(11)], mode="settled")  # the conversation's first message after it
+
+    assert redis().get(cache.message_key(TENANT, CONVERSATION, "m2")) is None
+    assert redis().hgetall(keys().pending) == {}
+    listed = [json.loads(item)["seq"] for item in redis().lrange(keys().messages, 1, -1)]
+    assert listed == [11]
+    assert redis().get(cache.message_key(TENANT, CONVERSATION, "m11")) is not None
+
+
+def test_the_erase_floor_names_the_conversation_by_a_digest_only():
+    cache.erase(tenant_slug=TENANT, conversation_id="alice-session-1", erased_before=5)
+    assert [key.decode() for key in redis().scan_iter()] == [cache.erase_floor_key(TENANT, "alice-session-1")]
+    assert "alice" not in cache.erase_floor_key(TENANT, "alice-session-1")
