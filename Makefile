@@ -1,6 +1,6 @@
 # make run   set up a virtualenv and run the service on the embedded default (no external services)
 # make test  set up and run the test suite against PostgreSQL, Redis and RabbitMQ on 127.0.0.1
-# make bench the service side by side with the Redis and PostgreSQL floors (bench/__main__.py)
+# make bench the service side by side with LangChain's chat histories and the Redis and PostgreSQL floors (bench/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -28,5 +28,9 @@ lint: $(VENV)/.installed
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate
 
-bench: $(VENV)/.installed
+$(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	touch $@
+
+bench: $(VENV)/.bench-installed
 	$(PY) -m bench

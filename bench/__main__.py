@@ -1,17 +1,16 @@
-"""``python -m bench`` (``make bench``): the service's append and window read side by side with the
-floors, Redis and PostgreSQL themselves, on one generated workload in one run.
+"""``python -m bench`` (``make bench``): the service side by side with what users would pick instead
+(LangChain's Redis and PostgreSQL chat histories) and with the floors (Redis and PostgreSQL
+themselves), on one generated workload in one run.
 
-Systems (each doing the same appends and reads of the newest 50 messages):
+Every system stores the same conversations (100 messages each, and one of ``--long`` messages;
+content 200 to 2,000 characters), then reads the newest 50 messages and appends, at 1 and at 16
+clients. The HTTP API is measured under gunicorn (``bench/http.py``) and cold reads over a store
+of 10 million messages (``bench/cold.py``). Prints p50, p99, operations per second, the ratio to the
+floor and Redis round trips and SQL statements per operation, then the service's persist lag, cache
+hit rate and resident memory, and each target with its figure; ``--json PATH`` writes it all.
 
-* ``service``: ``conversations.services.message_append`` (durable when it returns: broker-confirmed)
-  and ``conversations.selectors.conversation_window`` from a warm cache, in process;
-* ``redis floor``: redis-py ``RPUSH`` of the message JSON, ``LRANGE -50 -1`` and JSON decoding;
-* ``postgres floor``: psycopg ``INSERT`` of a row and an indexed ``SELECT ... ORDER BY seq DESC LIMIT 50``.
-
-Conversations of 100 messages and one of 10,000; message content 200 to 2,000 characters. Prints p50,
-p99, operations per second and the ratio to the floor per system and operation; ``--json PATH``
-writes them. Uses the benchmark database (``DATABASE_URL``, default ``membench``), Redis database 13
-and the queue ``memory-bench``, with a Celery worker of its own so appends are persisted.
+It uses a benchmark database (``DATABASE_URL``, default ``membench``), Redis database 13 and the
+queue ``memory-bench``, with Celery workers of its own, so appends are persisted as in production.
 
     .venv/bin/python -m bench [--conversations 20] [--long 10000] [--operations 2000] [--json PATH]
 """
@@ -23,210 +22,337 @@ import argparse
 import json
 import os
 import random
-import statistics
 import sys
-import time
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.test")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/membench")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
 os.environ.setdefault("MEMORY_QUEUE", "memory-bench")
+os.environ.setdefault("MEMORY_DERIVED_QUEUE", "memory-bench-derived")
 os.environ.setdefault("MEMORY_EMBEDDING_MODEL", "")  # vectors are not what this measures
+os.environ.setdefault("MEMORY_RATE_LIMIT", "0")  # nor is the tenant throttle
+os.environ.setdefault("DJANGO_LOG_LEVEL", "WARNING")
 
 import django
 
 django.setup()
 
-import psycopg
+import psutil
 from django.conf import settings
 from django.core.management import call_command
 from django_redis import get_redis_connection
 from tqdm import tqdm
 
+from bench import measure, systems, workload
+from bench.measure import Figures
 from benchmarks.database import ensure_database
-from conversations import selectors, services
+from conversations import metrics
+from conversations.models import Message
 from tenants.models import Tenant
-from torture.processes import CeleryWorker  # a real worker persists what the service acknowledges
+from torture.processes import CeleryWorker, wait_until
 
-WINDOW = 50
-WORDS = (
-    "the agent asked about the order delivery refund invoice account password travel booking hotel flight "
-    "weather schedule meeting report budget customer support ticket issue update status shipment address "
-    "payment card balance transfer loan rate plan subscription upgrade cancel renew contract policy claim"
-).split()
+SHORT = 100
 
 
-@dataclass
-class Figures:
-    system: str
-    operation: str
-    size: int
-    p50_ms: float
-    p99_ms: float
-    per_second: float
-    ratio_to_floor: float | None = None
-
-
-def content(rng: random.Random) -> str:
-    length = rng.randint(200, 2000)
-    words: list[str] = []
-    while sum(len(word) + 1 for word in words) < length:
-        words.append(rng.choice(WORDS))
-    return " ".join(words)[:length]
-
-
-def timed(operation: Callable[[], object], count: int, label: str) -> list[float]:
-    samples = []
-    for _ in tqdm(range(count), desc=label, unit="op", leave=False):
-        started = time.perf_counter()
-        operation()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
-def figures(system: str, operation: str, size: int, samples: list[float]) -> Figures:
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return Figures(
-        system, operation, size, round(statistics.median(ordered), 3), round(p99, 3), round(1000 * len(samples) / sum(samples), 1)
-    )
-
-
-def window_reads(
-    *, tenant: Tenant, redis: object, pg: psycopg.Connection, chosen: list[str], size: int, count: int, rng: random.Random
+def read_figures(
+    bench_systems: list[systems.System], *, chosen: list[str], size: int, count: int, rng: random.Random
 ) -> list[Figures]:
-    """The newest 50 messages of conversations of ``size`` messages, by each system."""
-    query = selectors.WindowQuery(limit=WINDOW)
-    selectors.conversation_window(tenant=tenant, conversation_id=chosen[0], query=query)  # a warm cache
+    """The newest 50 messages of conversations of ``size`` messages, by each system; ratio to the Redis floor."""
+    rows = []
+    for system in bench_systems:
+        system.window(chosen[0])  # warm: connections open, scripts loaded
+        with measure.counting() as counts:
+            samples, elapsed = measure.run(
+                lambda _, system=system: system.window(rng.choice(chosen)), count=count, label=f"{system.name} read {size:,}"
+            )
+        rows.append(
+            measure.summarise(system.name, "window read", size=size, clients=1, samples=samples, elapsed=elapsed, counts=counts)
+        )
+    floor = next(row for row in rows if row.system == "redis floor")
+    for row in rows:
+        row.ratio_to_floor = round(row.p50_ms / floor.p50_ms, 2)
+    return rows
 
-    def service() -> object:
-        return selectors.conversation_window(tenant=tenant, conversation_id=rng.choice(chosen), query=query)
 
-    def redis_floor() -> object:
-        return [json.loads(item) for item in redis.lrange(f"floor:{rng.choice(chosen)}", -WINDOW, -1)]
+def append_figures(
+    bench_systems: list[systems.System], *, conversations: list[str], clients: int, count: int, rng: random.Random
+) -> list[Figures]:
+    """One new message per operation, each client on a conversation of its own; ratio to the PostgreSQL floor."""
+    rows = []
+    for system in bench_systems:
+        texts = [workload.message(rng, 0) for _ in range(count)]
+        with measure.counting() as counts:
+            samples, elapsed = measure.run(
+                lambda index, system=system, texts=texts: system.append(conversations[index % len(conversations)], texts[index]),
+                count=count,
+                clients=clients,
+                label=f"{system.name} append x{clients}",
+            )
+        rows.append(
+            measure.summarise(system.name, "append", size=SHORT, clients=clients, samples=samples, elapsed=elapsed, counts=counts)
+        )
+    floor = next(row for row in rows if row.system == "postgres floor")
+    for row in rows:
+        row.ratio_to_floor = round(row.p50_ms / floor.p50_ms, 2)
+    return rows
 
-    def postgres_floor() -> object:
-        sql = "SELECT body FROM bench_floor WHERE conversation = %s ORDER BY seq DESC LIMIT %s"
-        return pg.execute(sql, (rng.choice(chosen), WINDOW)).fetchall()
 
-    measured = [
-        figures("service", "window read", size, timed(service, count, "service read")),
-        figures("redis floor", "window read", size, timed(redis_floor, count, "redis read")),
-        figures("postgres floor", "window read", size, timed(postgres_floor, count, "postgres read")),
-    ]
-    for item in measured:
-        item.ratio_to_floor = round(item.p50_ms / measured[1].p50_ms, 2)
-    return measured
+def persist_lags(worker: CeleryWorker, offset: int) -> list[float]:
+    """Acknowledgement-to-commit lags (ms) the worker logged since ``offset``."""
+    lags = []
+    with open(worker.log_path) as log:
+        log.seek(offset)
+        for line in log:
+            if '"messages_persisted"' in line:
+                try:
+                    lags.append(float(json.loads(line[line.index("{") :])["lag_ms"]))
+                except (ValueError, KeyError):
+                    continue
+    return lags
+
+
+def hit_counts() -> dict[str, float]:
+    """This process's window lookups by result (hit, miss, error)."""
+    counts: dict[str, float] = {"hit": 0.0, "miss": 0.0, "error": 0.0}
+    for family in metrics.cache_requests.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_total") and sample.labels.get("data_type") == "messages":
+                counts[sample.labels["result"]] += sample.value
+    return counts
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, in MiB."""
+    process = psutil.Process(pid)
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:
+            continue
+    return round(total / 2**20, 1)
+
+
+def print_table(rows: list[Figures]) -> None:
+    print(
+        "\n| system | operation | messages in conversation | clients | p50 ms | p99 ms | ops/s | p50 / floor | Redis calls/op | SQL/op |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        ratio = "" if row.ratio_to_floor is None else row.ratio_to_floor
+        redis_calls = "" if row.redis_calls is None else row.redis_calls
+        sql = "" if row.sql_queries is None else row.sql_queries
+        print(
+            f"| {row.system} | {row.operation} | {row.size:,} | {row.clients} | {row.p50_ms} | {row.p99_ms} | "
+            f"{row.per_second:,.0f} | {ratio} | {redis_calls} | {sql} |"
+        )
+
+
+def find(rows: list[Figures], system: str, operation: str, *, size: int | None = None, clients: int = 1) -> Figures | None:
+    for row in rows:
+        if row.system == system and row.operation == operation and row.clients == clients and (size is None or row.size == size):
+            return row
+    return None
+
+
+def targets(rows: list[Figures], service: dict[str, Any], long_size: int) -> list[tuple[str, str, bool | None]]:
+    """Each target of the performance issue with the figure measured for it."""
+    checks: list[tuple[str, str, bool | None]] = []
+
+    def ratio(
+        description: str, numerator: Figures | None, denominator: Figures | None, limit: float, *, inverse: bool = False
+    ) -> None:
+        if numerator is None or denominator is None:
+            checks.append((description, "not measured", None))
+            return
+        value = denominator.p50_ms / numerator.p50_ms if inverse else numerator.p50_ms / denominator.p50_ms
+        met = value >= limit if inverse else value <= limit
+        checks.append((description, f"{value:.2f}x", met))
+
+    read = "window read"
+    ratio(
+        "in-process window read / Redis floor <= 1.3",
+        find(rows, "service", read, size=SHORT),
+        find(rows, "redis floor", read, size=SHORT),
+        1.3,
+    )
+    ratio(
+        "LangChain Redis read / service, 100 messages >= 2",
+        find(rows, "service", read, size=SHORT),
+        find(rows, "LangChain Redis", read, size=SHORT),
+        2,
+        inverse=True,
+    )
+    ratio(
+        f"LangChain Redis read / service, {long_size:,} messages >= 50",
+        find(rows, "service", read, size=long_size),
+        find(rows, "LangChain Redis", read, size=long_size),
+        50,
+        inverse=True,
+    )
+    ratio(
+        "in-process append / LangChain Postgres append, 1 client <= 2",
+        find(rows, "service", "append"),
+        find(rows, "LangChain Postgres", "append"),
+        2,
+    )
+    service16 = find(rows, "service", "append", clients=16)
+    langchain16 = find(rows, "LangChain Postgres", "append", clients=16)
+    if service16 and langchain16:
+        checks.append(
+            (
+                "appends/s at 16 clients > LangChain Postgres",
+                f"{service16.per_second:,.0f} vs {langchain16.per_second:,.0f}",
+                service16.per_second > langchain16.per_second,
+            )
+        )
+    http_read = find(rows, "service HTTP", read, size=SHORT, clients=16)
+    if http_read:
+        checks.append(
+            (
+                "HTTP window read >= 1,000/s, p99 < 25 ms at 16 clients",
+                f"{http_read.per_second:,.0f}/s, p99 {http_read.p99_ms} ms",
+                http_read.per_second >= 1000 and http_read.p99_ms < 25,
+            )
+        )
+    http_append = find(rows, "service HTTP", "append", clients=16)
+    if http_append:
+        checks.append(("HTTP append >= 400/s", f"{http_append.per_second:,.0f}/s", http_append.per_second >= 400))
+    if service.get("http_persist_lag_p99_ms") is not None:
+        checks.append(
+            (
+                "persist lag p99 < 1 s under HTTP load",
+                f"{service['http_persist_lag_p99_ms']:.0f} ms",
+                service["http_persist_lag_p99_ms"] < 1000,
+            )
+        )
+    cold = find(rows, "service", "cold window read (cache miss)")
+    if cold:
+        checks.append(
+            (
+                f"cold-cache window read p50 < 2 ms, {cold.notes.get('stored_messages', 0):,} messages stored",
+                f"{cold.p50_ms} ms",
+                cold.p50_ms < 2,
+            )
+        )
+    if service.get("cache_hit_rate") is not None:
+        checks.append(
+            ("cache hit rate > 95% in steady state", f"{service['cache_hit_rate']:.1%}", service["cache_hit_rate"] > 0.95)
+        )
+    return checks
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=20, help="conversations of 100 messages")
     parser.add_argument("--long", type=int, default=10_000, help="messages of the one long conversation")
-    parser.add_argument("--operations", type=int, default=2_000, help="timed operations per system and operation")
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--operations", type=int, default=2_000, help="timed operations per system, operation and client count")
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients of the concurrent runs")
+    parser.add_argument("--cold-messages", type=int, default=10_000_000, help="messages stored for the cold reads (0: skip)")
+    parser.add_argument("--no-http", action="store_true", help="skip the HTTP API under gunicorn")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
     rng = random.Random(1)
 
     ensure_database()
     call_command("migrate", verbosity=0, interactive=False)
-
-    env = dict(os.environ, MEMORY_QUEUE=settings.MEMORY_QUEUE, MEMORY_DERIVED_QUEUE=settings.MEMORY_DERIVED_QUEUE)
+    get_redis_connection("default").flushdb()
+    env = dict(os.environ)
     worker = CeleryWorker(env=env, name="bench", concurrency=2)
     worker.start()
-    redis = get_redis_connection("default")
-    redis.flushdb()
     tenant, _ = Tenant.objects.get_or_create(slug="bench-compare", defaults={"name": "Bench compare"})
-    database = settings.DATABASES["default"]
-    pg = psycopg.connect(
-        dbname=database["NAME"],
-        host=database["HOST"] or None,
-        port=database["PORT"] or None,
-        user=database["USER"],
-        autocommit=True,
-    )
-    pg.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, conversation text, seq bigint, body jsonb)")
-    pg.execute("CREATE INDEX IF NOT EXISTS bench_floor_window ON bench_floor (conversation, seq DESC)")
-    pg.execute("TRUNCATE bench_floor")
-    results: list[Figures] = []
+    redis_url = settings.CACHES["default"]["LOCATION"]
+    bench_systems: list[systems.System] = [
+        systems.Service(tenant),
+        systems.LangChainRedis(redis_url),
+        systems.LangChainPostgres(),
+        systems.RedisFloor(redis_url),
+        systems.PostgresFloor(),
+    ]
+    rows: list[Figures] = []
+    service: dict[str, Any] = {}
+    run = uuid.uuid4().hex[:6]
+    short = [f"short-{run}-{n}" for n in range(options.conversations)]
+    long_id = f"long-{run}"
     try:
-        sizes = {f"short-{run}-{n}": 100 for n in range(options.conversations) for run in [uuid.uuid4().hex[:6]]}
-        sizes[f"long-{uuid.uuid4().hex[:6]}"] = options.long
-        # Fill every system with the same conversations.
-        for conversation_id, size in tqdm(sizes.items(), desc="filling", unit="conv"):
-            messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": content(rng)} for i in range(size)]
-            for start in range(0, size, settings.MEMORY_MAX_BATCH):
-                services.message_append(
-                    tenant=tenant, conversation_id=conversation_id, messages=messages[start : start + settings.MEMORY_MAX_BATCH]
-                )
-            redis.rpush(f"floor:{conversation_id}", *[json.dumps(m | {"seq": i}) for i, m in enumerate(messages)])
-            with pg.cursor() as cursor:
-                cursor.executemany(
-                    "INSERT INTO bench_floor (conversation, seq, body) VALUES (%s, %s, %s)",
-                    [(conversation_id, i, json.dumps(m)) for i, m in enumerate(messages)],
-                )
-        pg.execute("ANALYZE bench_floor")
-        for size in sorted(set(sizes.values())):
-            chosen = [cid for cid, s in sizes.items() if s == size]
-            results += window_reads(
-                tenant=tenant, redis=redis, pg=pg, chosen=chosen, size=size, count=options.operations, rng=rng
+        sizes = dict.fromkeys(short, SHORT) | {long_id: options.long}
+        for conversation_id, size in tqdm(sizes.items(), desc="filling every system", unit="conversation"):
+            messages = workload.messages(rng, size)
+            for system in bench_systems:
+                system.fill(conversation_id, messages)
+        for system in bench_systems:
+            if hasattr(system, "analyze"):
+                system.analyze()
+        expected = SHORT * len(short) + options.long
+        wait_until(
+            lambda: Message.objects.for_tenant(tenant).count() >= expected,
+            timeout=600,
+            message="the filled conversations persisted",
+        )
+
+        before = hit_counts()
+        rows += read_figures(bench_systems, chosen=short, size=SHORT, count=options.operations, rng=rng)
+        rows += read_figures(bench_systems, chosen=[long_id], size=options.long, count=max(50, options.operations // 10), rng=rng)
+        after = hit_counts()
+        lookups = sum(after.values()) - sum(before.values())
+        service["cache_hit_rate"] = round((after["hit"] - before["hit"]) / lookups, 4) if lookups else None
+
+        log_offset = os.path.getsize(worker.log_path)
+        appended = Message.objects.for_tenant(tenant).count()
+        targets_of_appends = [f"append-{run}-{n}" for n in range(options.clients)]
+        for clients in (1, options.clients):
+            rows += append_figures(
+                bench_systems, conversations=targets_of_appends, clients=clients, count=options.operations, rng=rng
             )
-        conversation_id = next(iter(sizes))
-        counter = iter(range(10**9))
-        service = figures(
-            "service",
-            "append (durable)",
-            1,
-            timed(
-                lambda: services.message_append(
-                    tenant=tenant, conversation_id=conversation_id, messages=[{"role": "user", "content": content(rng)}]
-                ),
-                options.operations,
-                "service append",
-            ),
+        wait_until(
+            lambda: Message.objects.for_tenant(tenant).count() >= appended + 2 * options.operations,
+            timeout=600,
+            message="the appends persisted",
         )
-        floor_redis = figures(
-            "redis floor",
-            "append",
-            1,
-            timed(
-                lambda: redis.rpush(f"floor:{conversation_id}", json.dumps({"role": "user", "content": content(rng)})),
-                options.operations,
-                "redis append",
-            ),
-        )
-        floor_pg = figures(
-            "postgres floor",
-            "append",
-            1,
-            timed(
-                lambda: pg.execute(
-                    "INSERT INTO bench_floor (conversation, seq, body) VALUES (%s, %s, %s)",
-                    (conversation_id, 10**6 + next(counter), json.dumps({"content": content(rng)})),
-                ),
-                options.operations,
-                "postgres append",
-            ),
-        )
-        for item in (service, floor_redis, floor_pg):
-            item.ratio_to_floor = round(item.p50_ms / floor_pg.p50_ms, 2)
-        results += [service, floor_redis, floor_pg]
+        lags = persist_lags(worker, log_offset)
+        if lags:
+            service["persist_lag_p50_ms"] = round(measure.percentile(lags, 0.5), 1)
+            service["persist_lag_p99_ms"] = round(measure.percentile(lags, 0.99), 1)
+        service["rss_mb"] = {
+            "bench process (in-process service)": rss_mb(os.getpid()),
+            "celery worker": rss_mb(worker.process.pid),
+        }
     finally:
         worker.stop()
-        pg.close()
-    print("\n| system | operation | messages in conversation | p50 ms | p99 ms | ops/s | p50 / floor |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for item in results:
-        print(
-            f"| {item.system} | {item.operation} | {item.size:,} | {item.p50_ms} | {item.p99_ms} | {item.per_second:,.0f} | {item.ratio_to_floor} |"
-        )
-    print("\nFloors: window reads against Redis RPUSH/LRANGE with JSON decoding; appends against one PostgreSQL INSERT.")
+        for system in bench_systems:
+            system.close()
+
+    if not options.no_http:
+        from bench import http
+
+        results = http.http_figures(conversations=short, long_conversation=long_id, operations=options.operations, rng=rng)
+        rows += results.figures
+        service["http_persist_lag_p50_ms"] = results.persist_lag_p50_ms
+        service["http_persist_lag_p99_ms"] = results.persist_lag_p99_ms
+        service["http_cache_hit_rate"] = results.cache_hit_rate
+        service["rss_mb"] |= results.rss_mb
+    if options.cold_messages:
+        from bench import cold
+
+        store = cold.cold_store_ensure(messages=options.cold_messages)
+        rows += cold.cold_figures(store=store, operations=min(options.operations, 1000), rng=rng)
+
+    print_table(rows)
+    print("\nFloors: window reads against redis-py LRANGE with JSON decoding; appends against one autocommitted psycopg INSERT.")
+    print("Redis calls and SQL statements are counted in the calling process (the worker's own are not included).")
+    print("\nService:", json.dumps(service, indent=2))
+    checks = targets(rows, service, options.long)
+    print("\n| target | measured | met |\n|---|---|---|")
+    for description, figure, met in checks:
+        print(f"| {description} | {figure} | {'yes' if met else ('no' if met is False else '')} |")
     if options.json:
-        options.json.write_text(json.dumps([asdict(item) for item in results], indent=2))
+        options.json.write_text(
+            json.dumps({"figures": [asdict(row) for row in rows], "service": service, "targets": checks}, indent=2)
+        )
     return 0
 
 

@@ -504,14 +504,17 @@ class CachedWindow:
 
 def window(*, tenant_slug: str, conversation_id: str, count: int) -> CachedWindow | None:
     """The newest ``count`` cached messages, oldest first; None on a miss."""
-    keys = ConversationKeys.of(tenant_slug, conversation_id)
-    found = _call("window", tenant_slug, _scripts().window, keys=[keys.messages], args=[count])
+    found = _call("window", tenant_slug, _scripts().window, keys=[key(tenant_slug, conversation_id, "messages")], args=[count])
     if not found:
         return None
     header, length, elements = found
-    header_text = header.decode() if isinstance(header, bytes) else header
-    messages = [json.loads(element) for element in elements if not is_header(_text(element))]
-    return CachedWindow(complete='"complete":true' in header_text, length=int(length) - 1, messages=messages)
+    header_text = _text(header)
+    # The header is the list's first element, so only a window reaching the start holds it.
+    if int(length) <= count:
+        elements = elements[1:]
+    return CachedWindow(
+        complete='"complete":true' in header_text, length=int(length) - 1, messages=[json.loads(element) for element in elements]
+    )
 
 
 def _text(value: bytes | str) -> str:

@@ -51,7 +51,7 @@ class WindowQuery:
 
     def page(self, ordered: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Newest ``limit`` after skipping the newest ``skip`` matches, returned oldest first."""
-        matching = [message for message in ordered if self.matches(message)]
+        matching = [message for message in ordered if self.matches(message)] if self.filtered else ordered
         end = len(matching) - self.skip
         return matching[max(0, end - self.limit) : max(0, end)]
 

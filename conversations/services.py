@@ -16,10 +16,11 @@ With Redis down, seqs come from the conversation row in PostgreSQL and the conve
 for cache repair; with PostgreSQL down, the Redis path needs nothing from it.
 """
 
+import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -329,7 +330,6 @@ def _reserve_seqs_in_database(*, tenant: Tenant, conversation_id: str, count: in
 def _publish_persist(
     *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
 ) -> None:
-    from conversations import tasks
 
     payload = {
         "tenant_id": tenant.pk,
@@ -340,7 +340,77 @@ def _publish_persist(
         "acknowledged_at": time.time(),
         "messages": messages,
     }
-    publish(tasks.messages_persist, payload)
+    _persist_group.publish(payload)
+
+
+@dataclass(eq=False)
+class _Waiting:
+    payload: dict[str, Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    lead: bool = False  # handed the publishing over by the previous publisher
+    error: BaseException | None = None
+
+
+class PersistGroup:
+    """Concurrent appenders of one process share the broker's confirm round trip (group commit).
+
+    The first appender publishes its payload at once, alone. Payloads that arrive while a publish
+    waits for its confirm queue up; when it is confirmed, the next waiting appender publishes all of
+    them as one ``messages_persist_many`` task, and so on. Nobody returns before the message holding
+    its payload is confirmed, so a 201 still means durable; one client alone never waits for others.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: list[_Waiting] = []
+        self._publishing = False
+
+    def publish(self, payload: dict[str, Any]) -> None:
+        mine = _Waiting(payload)
+        with self._lock:
+            self._queue.append(mine)
+            mine.lead = not self._publishing
+            self._publishing = True
+        if not mine.lead:
+            if not mine.done.wait(settings.MEMORY_PUBLISH_WAIT) or mine.error is not None:
+                raise mine.error or ServiceUnavailable(
+                    "The message broker did not confirm the write in time, so it is not known to be stored. Retry shortly.",
+                    code="broker_unavailable",
+                )
+            if not mine.lead:
+                return
+        self._publish_queued(mine)
+        if mine.error is not None:
+            raise mine.error
+
+    def _publish_queued(self, mine: _Waiting) -> None:
+        """Publish what is queued (ours first among it), then hand over to the next waiting appender."""
+        from conversations import tasks
+
+        with self._lock:
+            batch = self._queue[: settings.MEMORY_PUBLISH_GROUP]
+            del self._queue[: len(batch)]
+        try:
+            if len(batch) == 1:
+                publish(tasks.messages_persist, batch[0].payload)
+            else:
+                publish_args(tasks.messages_persist_many, [waiting.payload for waiting in batch])
+        except BaseException as error:
+            for waiting in batch:
+                waiting.error = error
+        finally:
+            with self._lock:
+                successor = self._queue[0] if self._queue else None
+                self._publishing = successor is not None
+            if successor is not None:
+                successor.lead = True
+                successor.done.set()
+            for waiting in batch:
+                if waiting is not mine:
+                    waiting.done.set()
+
+
+_persist_group = PersistGroup()
 
 
 def publish(task: Any, payload: dict[str, Any]) -> None:
@@ -422,8 +492,16 @@ def messages_persist(*, payload: dict[str, Any]) -> int:
                 last_seq=max(conversation.last_seq, *(m["seq"] for m in inserted)),
                 updated_at=timezone.now(),
             )
+    lag = max(0.0, time.time() - payload.get("acknowledged_at", time.time()))
     metrics.persisted.inc(len(inserted))
-    metrics.persist_lag.observe(max(0.0, time.time() - payload.get("acknowledged_at", time.time())))
+    metrics.persist_lag.observe(lag)
+    logger.info(
+        "messages_persisted",
+        tenant=payload.get("tenant_slug"),
+        conversation_id=conversation_id,
+        inserted=len(inserted),
+        lag_ms=round(lag * 1000, 3),
+    )
     _settle_cache(payload=payload, settled=settled, removed=losers + erased)
     if inserted:
         derived_memory_schedule(tenant_id=tenant_id, conversation_id=conversation_id)

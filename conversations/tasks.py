@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from conversations import cache, services
+from conversations.exceptions import ServiceUnavailable
 
 logger = structlog.get_logger(__name__)
 
@@ -48,6 +49,31 @@ def _run_with_dead_letter(task: Task, service: Callable[..., Any], payload: dict
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.messages_persist")
 def messages_persist(self: Task, payload: dict[str, Any]) -> int | None:
     return _run_with_dead_letter(self, services.messages_persist, payload)
+
+
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.messages_persist_many"
+)
+def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
+    """Payloads of concurrent appends, published together (``services.PersistGroup``).
+
+    Each is persisted on its own; one that fails is published again as its own ``messages_persist``
+    task, so it gets the same retries and dead letter as if it had been sent alone, and the others
+    are not held back by it. Until those are confirmed, this message stays unacknowledged.
+    """
+    failed = []
+    for payload in payloads:
+        try:
+            services.messages_persist(payload=payload)
+        except Exception as error:
+            logger.warning("persist_separately", task=self.name, conversation_id=payload.get("conversation_id"), error=str(error))
+            failed.append(payload)
+    for index, payload in enumerate(failed):
+        try:
+            services.publish(messages_persist, payload)
+        except ServiceUnavailable as error:
+            raise self.retry(args=[failed[index:]], exc=error, countdown=_backoff(self.request.retries)) from error
+    return len(payloads) - len(failed)
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.memory_persist")

@@ -7,6 +7,8 @@ test) and RabbitMQ (the queue ``memory-test``, purged before each test and delet
 
 import json
 import os
+import subprocess
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -180,7 +182,10 @@ def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
     from conversations import services
 
     for name, payload in tasks:
-        getattr(services, TASK_SERVICES[name])(payload=payload)
+        if name == "conversations.tasks.messages_persist_many":  # payloads of concurrent appends
+            run_tasks([("conversations.tasks.messages_persist", each) for each in payload])
+        else:
+            getattr(services, TASK_SERVICES[name])(payload=payload)
 
 
 def run_queued_tasks() -> int:
@@ -196,3 +201,23 @@ def wait_for_rows(model: Any, tenant: Any, count: int, timeout: float = 30, **fi
         timeout=timeout,
         message=f"{count} {model.__name__} rows",
     )
+
+
+@pytest.fixture
+def refusing_queue() -> Iterator[str]:
+    """A queue the broker refuses every publish to (max-length 0, reject-publish)."""
+    name = f"memtest-refuse-{uuid.uuid4().hex[:8]}"
+    policy = [
+        "rabbitmqctl",
+        "set_policy",
+        "--apply-to",
+        "queues",
+        name,
+        f"^{name}$",
+        '{"max-length":0,"overflow":"reject-publish"}',
+    ]
+    subprocess.run(policy, check=True, capture_output=True, timeout=60)
+    yield name
+    subprocess.run(["rabbitmqctl", "clear_policy", name], capture_output=True, timeout=60)
+    with celery_app.connection_for_write() as broker:
+        broker.default_channel.queue_delete(name)

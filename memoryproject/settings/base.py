@@ -264,6 +264,10 @@ MEMORY_REBUILD_LOCK_TTL = env.int("MEMORY_REBUILD_LOCK_TTL", default=30)
 MEMORY_AUTH_CACHE_TTL = env.int("MEMORY_AUTH_CACHE_TTL", default=300)
 MEMORY_PERSIST_MAX_RETRIES = env.int("MEMORY_PERSIST_MAX_RETRIES", default=12)
 MEMORY_RETRY_BACKOFF_MAX = env.int("MEMORY_RETRY_BACKOFF_MAX", default=60)
+# Concurrent appends in one process share a broker confirm: at most this many persist payloads per
+# published message, and an appender waits this long (seconds) for the message holding its payload.
+MEMORY_PUBLISH_GROUP = env.int("MEMORY_PUBLISH_GROUP", default=64)
+MEMORY_PUBLISH_WAIT = env.float("MEMORY_PUBLISH_WAIT", default=30.0)
 MEMORY_MAX_FACTS_PER_USER = env.int("MEMORY_MAX_FACTS_PER_USER", default=500)
 MEMORY_MAX_FACT_KEY_LENGTH = min(200, env.int("MEMORY_MAX_FACT_KEY_LENGTH", default=200))  # the column holds 200
 MEMORY_MAX_FACT_VALUE_CHARS = env.int("MEMORY_MAX_FACT_VALUE_CHARS", default=4_000)

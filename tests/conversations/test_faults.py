@@ -2,8 +2,6 @@
 down, Redis flushed or restarted, PostgreSQL unreachable, a worker killed mid-task, a task that
 keeps failing. Every fault acts on a process or proxy the test starts itself."""
 
-import subprocess
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,26 +60,6 @@ def test_a_201_is_a_persistent_message_on_a_durable_queue_before_any_worker_runs
         channel.basic_reject(message.delivery_tag, requeue=True)
     with celery_app.connection_for_write() as broker, pytest.raises(amqp.exceptions.PreconditionFailed):
         broker.default_channel.queue_declare(settings.MEMORY_QUEUE, durable=False)
-
-
-@pytest.fixture
-def refusing_queue() -> Iterator[str]:
-    """A queue the broker refuses every publish to (max-length 0, reject-publish)."""
-    name = f"memtest-refuse-{uuid.uuid4().hex[:8]}"
-    policy = [
-        "rabbitmqctl",
-        "set_policy",
-        "--apply-to",
-        "queues",
-        name,
-        f"^{name}$",
-        '{"max-length":0,"overflow":"reject-publish"}',
-    ]
-    subprocess.run(policy, check=True, capture_output=True, timeout=60)
-    yield name
-    subprocess.run(["rabbitmqctl", "clear_policy", name], capture_output=True, timeout=60)
-    with celery_app.connection_for_write() as broker:
-        broker.default_channel.queue_delete(name)
 
 
 def test_a_broker_that_refuses_the_publish_gets_503_and_nothing_is_stored(api, tenant, refusing_queue, transactional_db):

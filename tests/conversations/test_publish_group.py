@@ -1,0 +1,119 @@
+"""Concurrent appends in one process share broker confirms (``services.PersistGroup``), and keep
+every promise of the write path: a return means the payload is in a confirmed, persistent message;
+a refused publish fails every appender it carried and leaves nothing in the cache; a payload that
+fails in a group is retried on its own."""
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from conversations import services, tasks
+from conversations.exceptions import ServiceUnavailable
+from conversations.models import Message
+from tests.conftest import run_tasks, take_queued_tasks, wait_for_rows
+from tests.conversations.test_faults import cache_keys
+
+CLIENTS = 12
+
+
+def append_concurrently(tenant: Any, *, prefix: str) -> tuple[list[dict[str, Any]], list[BaseException]]:
+    """Each client appends one message to a conversation of its own, all at once."""
+    acknowledged: list[dict[str, Any]] = []
+    failures: list[BaseException] = []
+    start = threading.Barrier(CLIENTS)
+
+    def client(number: int) -> None:
+        start.wait()
+        try:
+            result = services.message_append(
+                tenant=tenant, conversation_id=f"{prefix}-{number}", messages=[{"role": "user", "content": f"hello {number}"}]
+            )
+            assert {message["id"] for message in result.messages} <= CONFIRMED, "returned before its confirm"
+            acknowledged.extend(result.messages)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=client, args=(number,)) for number in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return acknowledged, failures
+
+
+CONFIRMED: set[str] = set()  # ids of messages in publishes the broker has confirmed
+
+
+@pytest.fixture
+def slow_confirms(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each publish takes 50 ms longer, so appends arriving meanwhile queue up; records group sizes."""
+    sizes: list[int] = []
+    publish_args = services.publish_args
+    CONFIRMED.clear()
+
+    def slow(task: Any, *args: Any) -> None:
+        time.sleep(0.05)
+        payloads = args[0] if task is tasks.messages_persist_many else [args[0]]
+        sizes.append(len(payloads))
+        publish_args(task, *args)
+        CONFIRMED.update(message["id"] for payload in payloads for message in payload["messages"])
+
+    monkeypatch.setattr(services, "publish_args", slow)
+    return sizes
+
+
+def test_concurrent_appends_return_only_once_their_payload_is_in_a_persistent_message(tenant, no_worker, slow_confirms):
+    acknowledged, failures = append_concurrently(tenant, prefix="group")
+    assert failures == []
+    assert len(acknowledged) == CLIENTS
+    assert max(slow_confirms) > 1, "no appends shared a publish"
+    assert len(slow_confirms) < CLIENTS
+    queued = take_queued_tasks()
+    published = [
+        m["id"] for name, payload in queued for p in (payload if isinstance(payload, list) else [payload]) for m in p["messages"]
+    ]
+    assert sorted(published) == sorted(message["id"] for message in acknowledged)
+    run_tasks(queued)
+    assert Message.objects.for_tenant(tenant).count() == CLIENTS
+
+
+def test_a_worker_persists_grouped_payloads(tenant, worker, slow_confirms):
+    acknowledged, failures = append_concurrently(tenant, prefix="worked")
+    assert failures == []
+    assert max(slow_confirms) > 1
+    wait_for_rows(Message, tenant, CLIENTS)
+    stored = {str(row.message_id): row.seq for row in Message.objects.for_tenant(tenant)}
+    assert stored == {message["id"]: message["seq"] for message in acknowledged}
+
+
+def test_a_refused_group_fails_every_appender_it_carried_and_caches_nothing(
+    tenant, refusing_queue, transactional_db, slow_confirms
+):
+    with override_settings(MEMORY_QUEUE=refusing_queue):
+        acknowledged, failures = append_concurrently(tenant, prefix="refused")
+    assert acknowledged == []
+    assert len(failures) == CLIENTS
+    assert all(isinstance(error, ServiceUnavailable) for error in failures)
+    assert max(slow_confirms) > 1
+    for number in range(CLIENTS):
+        assert [key for key in cache_keys(tenant.slug, f"refused-{number}") if not key.endswith((b":state", b":lock"))] == []
+    assert not Message.objects.for_tenant(tenant).exists()
+
+
+def test_a_payload_that_fails_in_a_group_is_sent_again_alone_and_the_others_are_persisted(tenant, no_worker):
+    good = services.message_append(tenant=tenant, conversation_id="good", messages=[{"role": "user", "content": "fine"}])
+    taken = take_queued_tasks()
+    clash = dict(good.messages[0], content="other content", seq=good.messages[0]["seq"] + 1)
+    first = {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "conversation_id": "good", "messages": good.messages}
+    run_tasks(taken)  # the original row is stored, so the clash below is a conflict
+    other = services.message_append(tenant=tenant, conversation_id="other", messages=[{"role": "user", "content": "also fine"}])
+    second = take_queued_tasks()[0][1]
+    bad = dict(first, messages=[clash])
+
+    assert tasks.messages_persist_many.apply(args=[[bad, second]]).get() == 1
+
+    assert Message.objects.for_tenant(tenant).filter(message_id=other.messages[0]["id"]).exists()
+    assert take_queued_tasks() == [("conversations.tasks.messages_persist", bad)]
