@@ -437,8 +437,12 @@ class PersistConflict(Exception):
     """A message id is already stored with other content: retrying cannot help."""
 
 
-def messages_persist(*, payload: dict[str, Any]) -> int:
-    """Commit a batch of acknowledged messages; idempotent. Returns the rows inserted."""
+def messages_persist(*, payload: dict[str, Any], schedule_derived: bool = True) -> int:
+    """Commit a batch of acknowledged messages; idempotent. Returns the rows inserted.
+
+    ``schedule_derived=False`` leaves queueing the derived memory to the caller (a group of payloads
+    queues it once per conversation).
+    """
     tenant_id = payload["tenant_id"]
     conversation_id = payload["conversation_id"]
     messages = payload["messages"]
@@ -503,7 +507,7 @@ def messages_persist(*, payload: dict[str, Any]) -> int:
         lag_ms=round(lag * 1000, 3),
     )
     _settle_cache(payload=payload, settled=settled, removed=losers + erased)
-    if inserted:
+    if inserted and schedule_derived:
         derived_memory_schedule(tenant_id=tenant_id, conversation_id=conversation_id)
     if conflicts:
         raise PersistConflict(f"message ids already stored with other content: {', '.join(conflicts)}")

@@ -62,12 +62,16 @@ def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     are not held back by it. Until those are confirmed, this message stays unacknowledged.
     """
     failed = []
+    changed = set()
     for payload in payloads:
         try:
-            services.messages_persist(payload=payload)
+            if services.messages_persist(payload=payload, schedule_derived=False):
+                changed.add((payload["tenant_id"], payload["conversation_id"]))
         except Exception as error:
             logger.warning("persist_separately", task=self.name, conversation_id=payload.get("conversation_id"), error=str(error))
             failed.append(payload)
+    for tenant_id, conversation_id in changed:
+        services.derived_memory_schedule(tenant_id=tenant_id, conversation_id=conversation_id)
     for index, payload in enumerate(failed):
         try:
             services.publish(messages_persist, payload)
