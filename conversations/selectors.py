@@ -78,8 +78,11 @@ def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQu
         logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
         return Window(messages=query.page(cached.messages), source="cache")
     metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=False)
-    if cached is None:
-        rebuilt = _rebuild_once(tenant=tenant, conversation_id=conversation_id)
+    # A miss, or a partial list too short for this page: cache what the read needs. An unfiltered
+    # read needs only its page (a cold read stays one short indexed query); a filtered one, all.
+    if cached is None or (not query.filtered and wanted <= settings.MEMORY_CACHE_LIST_LIMIT):
+        rebuild_limit = settings.MEMORY_CACHE_LIST_LIMIT if query.filtered else wanted
+        rebuilt = _rebuild_once(tenant=tenant, conversation_id=conversation_id, limit=rebuild_limit)
         if rebuilt is not None:
             if not rebuilt.exists:
                 raise NotFound(f"Conversation {conversation_id} does not exist.")
@@ -89,14 +92,14 @@ def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQu
     return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True)
 
 
-def _rebuild_once(*, tenant: Tenant, conversation_id: str) -> services.RebuildResult | None:
-    """Rebuild if no other reader is rebuilding this conversation; None if one is."""
+def _rebuild_once(*, tenant: Tenant, conversation_id: str, limit: int) -> services.RebuildResult | None:
+    """Rebuild (the newest ``limit`` messages) if no other reader is rebuilding this conversation; None if one is."""
     token = uuid.uuid4().hex
     try:
         if not cache.try_lock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token):
             return None
         try:
-            return services.cache_rebuild(tenant=tenant, conversation_id=conversation_id)
+            return services.cache_rebuild(tenant=tenant, conversation_id=conversation_id, limit=limit)
         finally:
             cache.unlock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
     except cache.CacheUnavailable:

@@ -604,15 +604,16 @@ class RebuildResult:
     exists: bool
 
 
-def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = False) -> RebuildResult:
+def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = False, limit: int | None = None) -> RebuildResult:
     """Rebuild a conversation's cached list from PostgreSQL merged with the pending writes.
 
     The pending writes and the version are read first, then the rows: a write persisted in
     between is in the rows, a write acknowledged in between bumps the version and the install is
-    skipped (the live list is never replaced by an older one). Raises DatabaseError or
+    skipped (the live list is never replaced by an older one). The list holds the newest ``limit``
+    messages (``MEMORY_CACHE_LIST_LIMIT`` unless less is asked for). Raises DatabaseError or
     CacheUnavailable.
     """
-    limit = settings.MEMORY_CACHE_LIST_LIMIT
+    limit = min(limit or settings.MEMORY_CACHE_LIST_LIMIT, settings.MEMORY_CACHE_LIST_LIMIT)
     snapshot = cache.snapshot(tenant_slug=tenant.slug, conversation_id=conversation_id)
     conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
     tombstone = Tombstone.objects.for_tenant(tenant).filter(conversation_key=tombstone_key(conversation_id)).first()

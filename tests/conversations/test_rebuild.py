@@ -405,6 +405,12 @@ def test_a_capped_cache_miss_rebuild_merges_pending_writes_deeper_reads_included
     newest = window(tenant, "c1", limit=4)
     assert newest.source == "rebuild"
     assert newest.messages == [*persisted, *pending][-4:]
+    assert cached_list(tenant, "c1") == [header(False), *[*persisted, *pending][-4:]]  # what the read needs
+    assert window(tenant, "c1", limit=4).source == "cache"
+
+    deeper = window(tenant, "c1", limit=5)  # too deep for the partial list: rebuilt deeper, up to the cap
+    assert deeper.source == "rebuild"
+    assert deeper.messages == [*persisted, *pending][-5:]
     assert cached_list(tenant, "c1") == [header(False), *[*persisted, *pending][-5:]]
 
     assert window(tenant, "c1", limit=9).messages == [*persisted, *pending][-9:]
