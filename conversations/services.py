@@ -420,7 +420,9 @@ def publish(task: Any, payload: dict[str, Any]) -> None:
 
 def publish_args(task: Any, *args: Any) -> None:
     try:
-        task.apply_async(args=list(args), queue=settings.MEMORY_QUEUE)
+        # Celery would put a repr of the payload in a header on every publish: time spent on every
+        # append for a copy nobody needs (the payload is the body).
+        task.apply_async(args=list(args), queue=settings.MEMORY_QUEUE, argsrepr=f"({len(args)} withheld)", kwargsrepr="{}")
     except Exception as error:  # any failure means the message is not known to be durable
         metrics.publish_failures.inc()
         logger.error("publish_failed", task=task.name, error=repr(error))
