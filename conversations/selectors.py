@@ -116,21 +116,25 @@ def _window_from_database(*, tenant: Tenant, conversation_id: str, query: Window
         except cache.CacheUnavailable:
             metrics.fallbacks.labels(kind="read_without_cache").inc()
     try:
-        conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
-        if conversation is None and not pending:
+        queryset = _filtered_rows(tenant=tenant, conversation_id=conversation_id, query=query)
+        rows = [
+            services.message_from_values(values)
+            for values in queryset.order_by("-seq").values(*services.MESSAGE_COLUMNS)[: query.skip + query.limit]
+        ]
+        if (
+            not rows
+            and not pending
+            and not Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).exists()
+        ):
             raise NotFound(f"Conversation {conversation_id} does not exist.")
-        rows: list[dict[str, Any]] = []
-        if conversation is not None:
-            queryset = _filtered_rows(tenant=tenant, conversation=conversation, query=query)
-            rows = [services.message_to_dict(row) for row in queryset.order_by("-seq")[: query.skip + query.limit]]
     except DatabaseError as error:
         raise _database_unavailable() from error
     merged = services.merge_messages(rows, [m for m in pending if query.matches(m)])
     return Window(messages=query.page(merged), source="database")
 
 
-def _filtered_rows(*, tenant: Tenant, conversation: Conversation, query: WindowQuery) -> QuerySet[Message]:
-    queryset = Message.objects.for_tenant(tenant).filter(conversation=conversation)
+def _filtered_rows(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> QuerySet[Message]:
+    queryset = Message.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id)
     if not query.include_archived:
         queryset = queryset.filter(archived=False)
     if query.role:
