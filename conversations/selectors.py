@@ -134,7 +134,7 @@ def _window_from_database(*, tenant: Tenant, conversation_id: str, query: Window
 
 
 def _filtered_rows(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> QuerySet[Message]:
-    queryset = Message.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id)
+    queryset = services.conversation_messages(tenant=tenant, conversation_id=conversation_id)
     if not query.include_archived:
         queryset = queryset.filter(archived=False)
     if query.role:

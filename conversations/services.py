@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet, Subquery
 from django.utils import timezone
 
 from conversations import cache, metrics, tokens
@@ -68,6 +68,14 @@ def message_from_values(values: dict[str, Any]) -> dict[str, Any]:
         "created_at": values["created_at"].astimezone(UTC).isoformat(),
         "token_count": values["token_count"],
     }
+
+
+def conversation_messages(*, tenant: Tenant, conversation_id: str) -> QuerySet[Message]:
+    """The messages of a conversation named by its id, in one statement that reads the window index
+    in order: the conversation's pk is a scalar subquery (a join would make PostgreSQL sort every
+    message of the conversation to return the newest 50)."""
+    conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).values("pk")[:1]
+    return Message.objects.for_tenant(tenant).filter(conversation=Subquery(conversation))
 
 
 def _same_message(stored: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -637,8 +645,8 @@ def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = F
     # conversation from none, the tombstone only to drop erased pending writes.
     rows = [
         message_from_values(values)
-        for values in Message.objects.for_tenant(tenant)
-        .filter(conversation__conversation_id=conversation_id, archived=False)
+        for values in conversation_messages(tenant=tenant, conversation_id=conversation_id)
+        .filter(archived=False)
         .order_by("-seq")
         .values(*MESSAGE_COLUMNS)[: limit + 1]
     ]

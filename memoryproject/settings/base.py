@@ -181,6 +181,10 @@ MEMORY_DERIVED_QUEUE = env.str("MEMORY_DERIVED_QUEUE", default=f"{MEMORY_QUEUE}-
 CELERY_TASK_DEFAULT_QUEUE = MEMORY_QUEUE
 CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE)
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Celery's Django fixup closes the database connection around every task unless this is set: a new
+# PostgreSQL connection per persisted write. With it, connections are kept and recycled the way
+# Django does per request (CONN_MAX_AGE, or once unusable), by memoryproject/celery.py.
+CELERY_DB_REUSE_MAX = 1_000_000
 CELERY_BEAT_SCHEDULE = {
     "cache-repair-sweep": {"task": "conversations.tasks.cache_repair_sweep", "schedule": 15.0},
     # Vectors missed by a failed publish or a stopped worker.

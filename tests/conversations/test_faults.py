@@ -306,3 +306,19 @@ def test_a_conflicting_write_lands_in_dead_letters_and_replays_once_fixed(api, t
         message="the replayed message",
     )
     assert DeadLetter.objects.for_tenant(tenant).get().replayed_at is not None
+
+
+def test_a_worker_keeps_its_database_connection_across_tasks(api, tenant, worker):
+    def sessions() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+            return cursor.fetchone()[0]
+
+    append(api, "warm", "the worker connects once")
+    wait_for_rows(Message, tenant, 1)
+    before = sessions()
+    for turn in range(20):
+        append(api, f"reuse-{turn}", f"message {turn}")
+    wait_for_rows(Message, tenant, 21)
+    # Statistics are flushed lazily; a connection per task would add about 20 sessions.
+    assert sessions() - before < 10
