@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test lint worker migrate bench
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# The CPU build of torch first: resolved from requirements.txt alone it would be the CUDA build.
@@ -28,9 +28,5 @@ lint: $(VENV)/.installed
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate
 
-$(VENV)/.bench-installed: $(VENV)/.installed requirements-bench.txt
-	$(PY) -m pip install --quiet -r requirements-bench.txt
-	touch $@
-
-bench: $(VENV)/.bench-installed
+bench: $(VENV)/.installed
 	$(PY) -m bench
