@@ -389,16 +389,29 @@ class PersistGroup:
             mine.lead = not self._publishing
             self._publishing = True
         if not mine.lead:
-            if not mine.done.wait(settings.MEMORY_PUBLISH_WAIT) or mine.error is not None:
-                raise mine.error or ServiceUnavailable(
-                    "The message broker did not confirm the write in time, so it is not known to be stored. Retry shortly.",
-                    code="broker_unavailable",
-                )
+            if not mine.done.wait(settings.MEMORY_PUBLISH_WAIT):
+                self._give_up(mine)
+            if mine.error is not None:
+                raise mine.error
             if not mine.lead:
                 return
         self._publish_queued(mine)
         if mine.error is not None:
             raise mine.error
+
+    def _give_up(self, mine: _Waiting) -> None:
+        """Waited too long: leave the queue unpublished (503). A payload already handed the publishing,
+        or already in a message being published, stays to see it through, so the group never stalls."""
+        with self._lock:
+            queued = not mine.lead and mine in self._queue
+            if queued:
+                self._queue.remove(mine)
+        if queued:
+            raise ServiceUnavailable(
+                "The message broker did not confirm the write in time, so it was not stored. Retry shortly.",
+                code="broker_unavailable",
+            )
+        mine.done.wait()  # the publish holding it ends within the broker's confirm and connect timeouts
 
     def _publish_queued(self, mine: _Waiting) -> None:
         """Publish what is queued (ours first among it), then hand over to the next waiting appender."""
@@ -419,8 +432,9 @@ class PersistGroup:
             with self._lock:
                 successor = self._queue[0] if self._queue else None
                 self._publishing = successor is not None
+                if successor is not None:
+                    successor.lead = True
             if successor is not None:
-                successor.lead = True
                 successor.done.set()
             for waiting in batch:
                 if waiting is not mine:

@@ -117,3 +117,29 @@ def test_a_payload_that_fails_in_a_group_is_sent_again_alone_and_the_others_are_
 
     assert Message.objects.for_tenant(tenant).filter(message_id=other.messages[0]["id"]).exists()
     assert take_queued_tasks() == [("conversations.tasks.messages_persist", bad)]
+
+
+def test_appenders_that_wait_too_long_give_up_unpublished_and_the_group_goes_on(tenant, no_worker, monkeypatch):
+    publish_args = services.publish_args
+
+    def very_slow(task: Any, *args: Any) -> None:
+        time.sleep(0.4)  # longer than the appenders wait
+        publish_args(task, *args)
+        payloads = args[0] if task is tasks.messages_persist_many else [args[0]]
+        CONFIRMED.update(message["id"] for payload in payloads for message in payload["messages"])
+
+    monkeypatch.setattr(services, "publish_args", very_slow)
+    CONFIRMED.clear()
+    with override_settings(MEMORY_PUBLISH_WAIT=0.1):
+        acknowledged, failures = append_concurrently(tenant, prefix="late")
+        assert failures
+        assert all(isinstance(error, ServiceUnavailable) for error in failures)
+        assert len(acknowledged) + len(failures) == CLIENTS
+        later = services.message_append(tenant=tenant, conversation_id="after", messages=[{"role": "user", "content": "on"}])
+    published = sorted(
+        m["id"]
+        for _, payload in take_queued_tasks()
+        for p in (payload if isinstance(payload, list) else [payload])
+        for m in p["messages"]
+    )
+    assert published == sorted([*(message["id"] for message in acknowledged), later.messages[0]["id"]])
