@@ -41,13 +41,12 @@ import django
 
 django.setup()
 
-import psutil
 from django.conf import settings
 from django.core.management import call_command
 from django_redis import get_redis_connection
 from tqdm import tqdm
 
-from bench import measure, systems, workload
+from bench import http, measure, systems, workload
 from bench.measure import Figures
 from benchmarks.database import ensure_database
 from conversations import metrics
@@ -101,20 +100,6 @@ def append_figures(
     return rows
 
 
-def persist_lags(worker: CeleryWorker, offset: int) -> list[float]:
-    """Acknowledgement-to-commit lags (ms) the worker logged since ``offset``."""
-    lags = []
-    with open(worker.log_path) as log:
-        log.seek(offset)
-        for line in log:
-            if '"messages_persisted"' in line:
-                try:
-                    lags.append(float(json.loads(line[line.index("{") :])["lag_ms"]))
-                except (ValueError, KeyError):
-                    continue
-    return lags
-
-
 def hit_counts() -> dict[str, float]:
     """This process's window lookups by result (hit, miss, error)."""
     counts: dict[str, float] = {"hit": 0.0, "miss": 0.0, "error": 0.0}
@@ -123,18 +108,6 @@ def hit_counts() -> dict[str, float]:
             if sample.name.endswith("_total") and sample.labels.get("data_type") == "messages":
                 counts[sample.labels["result"]] += sample.value
     return counts
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children, in MiB."""
-    process = psutil.Process(pid)
-    total = process.memory_info().rss
-    for child in process.children(recursive=True):
-        try:
-            total += child.memory_info().rss
-        except psutil.Error:
-            continue
-    return round(total / 2**20, 1)
 
 
 def print_table(rows: list[Figures]) -> None:
@@ -261,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     ensure_database()
     call_command("migrate", verbosity=0, interactive=False)
     get_redis_connection("default").flushdb()
-    env = dict(os.environ)
+    env = dict(os.environ, DJANGO_LOG_LEVEL="INFO")  # the worker logs each persisted batch's lag
     worker = CeleryWorker(env=env, name="bench", concurrency=2)
     worker.start()
     tenant, _ = Tenant.objects.get_or_create(slug="bench-compare", defaults={"name": "Bench compare"})
@@ -302,24 +275,18 @@ def main(argv: list[str] | None = None) -> int:
         service["cache_hit_rate"] = round((after["hit"] - before["hit"]) / lookups, 4) if lookups else None
 
         log_offset = os.path.getsize(worker.log_path)
-        appended = Message.objects.for_tenant(tenant).count()
         targets_of_appends = [f"append-{run}-{n}" for n in range(options.clients)]
         for clients in (1, options.clients):
             rows += append_figures(
                 bench_systems, conversations=targets_of_appends, clients=clients, count=options.operations, rng=rng
             )
-        wait_until(
-            lambda: Message.objects.for_tenant(tenant).count() >= appended + 2 * options.operations,
-            timeout=600,
-            message="the appends persisted",
-        )
-        lags = persist_lags(worker, log_offset)
+        lags = http.wait_for_persisted(worker.log_path, offset=log_offset, expected=2 * options.operations)
         if lags:
             service["persist_lag_p50_ms"] = round(measure.percentile(lags, 0.5), 1)
             service["persist_lag_p99_ms"] = round(measure.percentile(lags, 0.99), 1)
         service["rss_mb"] = {
-            "bench process (in-process service)": rss_mb(os.getpid()),
-            "celery worker": rss_mb(worker.process.pid),
+            "bench process (in-process service)": http.resident_mb(os.getpid())[0],
+            "celery worker": http.resident_mb(worker.process.pid)[0],
         }
     finally:
         worker.stop()
@@ -327,8 +294,6 @@ def main(argv: list[str] | None = None) -> int:
             system.close()
 
     if not options.no_http:
-        from bench import http
-
         results = http.http_figures(
             conversations=short,
             long_conversation=long_id,
@@ -347,8 +312,6 @@ def main(argv: list[str] | None = None) -> int:
 
         store = cold.cold_store_ensure(messages=options.cold_messages)
         rows += cold.cold_figures(store=store, operations=min(options.operations, 1000), rng=rng)
-
-    from bench import http
 
     http.purge_derived_queue()
     print_table(rows)
