@@ -47,10 +47,14 @@ def key(tenant_slug: str, conversation_id: str, suffix: str) -> str:
     With ``MEMORY_REDIS_HASH_TAGS`` on (Redis Cluster), ``<tenant>:<conv>`` is wrapped in a hash
     tag so that all keys of one conversation live in one slot and the scripts stay legal.
     """
+    return f"{_prefix(tenant_slug, conversation_id)}:{suffix}"
+
+
+def _prefix(tenant_slug: str, conversation_id: str) -> str:
     prefix = f"{tenant_slug}:{conversation_id}"
     if getattr(settings, "MEMORY_REDIS_HASH_TAGS", False):
         prefix = "{" + prefix + "}"
-    return f"{prefix}:{suffix}"
+    return prefix
 
 
 @dataclass(frozen=True)
@@ -88,14 +92,40 @@ def message_key(tenant_slug: str, conversation_id: str, message_id: str) -> str:
     return key(tenant_slug, conversation_id, f"message:{message_id}")
 
 
+# One encoder for every message: json.dumps with options builds a new encoder on each call.
+_MESSAGE_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+_encode_string = json.encoder.c_encode_basestring or json.encoder.py_encode_basestring  # as that encoder does
+_MESSAGE_FIELDS = frozenset(("id", "seq", "role", "content", "metadata", "created_at", "token_count"))
+
+
 def message_json(message: dict[str, Any]) -> str:
     """Serialise a message with ``seq`` first, the shape the scripts read."""
+    if message.keys() == _MESSAGE_FIELDS and _of_message_types(message):
+        # What the encoder writes below (keys sorted, compact), a field at a time: a third cheaper,
+        # and a rebuild serialises every message it installs.
+        return (
+            f'{{"seq":{message["seq"]},"content":{_encode_string(message["content"])},'
+            f'"created_at":{_encode_string(message["created_at"])},"id":{_encode_string(message["id"])},'
+            f'"metadata":{_MESSAGE_ENCODER.encode(message["metadata"])},"role":{_encode_string(message["role"])},'
+            f'"token_count":{message["token_count"]}}}'
+        )
     rest = {name: value for name, value in message.items() if name != "seq"}
-    body = json.dumps(rest, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+    body = _MESSAGE_ENCODER.encode(rest)
     seq = int(message["seq"])
     if body == "{}":
         return f'{{"seq":{seq}}}'
     return f'{{"seq":{seq},' + body[1:]
+
+
+def _of_message_types(message: dict[str, Any]) -> bool:
+    return (
+        type(message["seq"]) is int
+        and type(message["token_count"]) is int
+        and type(message["content"]) is str
+        and type(message["created_at"]) is str
+        and type(message["id"]) is str
+        and type(message["role"]) is str
+    )
 
 
 def header_json(*, complete: bool) -> str:
@@ -239,16 +269,19 @@ return {redis.call('HGET', KEYS[1], 'version') or '0', redis.call('HVALS', KEYS[
         redis.call('HGET', KEYS[1], 'last_seq') or '0'}
 """
 
-# Install a rebuilt list, only if nothing changed since its snapshot (the version guard).
-# KEYS: state, messages   ARGV: expected version, ttl, pending_ttl, header, last seq, jsons...
+# Install a rebuilt list, only if nothing changed since its snapshot (the version guard), and release
+# the rebuild lock held with the token, if one is given, installed or not.
+# KEYS: state, messages, rebuild lock   ARGV: expected version, ttl, pending_ttl, header, last seq,
+# lock token ('' holds none), jsons...
 INSTALL = (
     _BUMP
     + """
+if ARGV[6] ~= '' and redis.call('GET', KEYS[3]) == ARGV[6] then redis.call('DEL', KEYS[3]) end
 local version = redis.call('HGET', KEYS[1], 'version') or '0'
 if version ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[2])
 redis.call('RPUSH', KEYS[2], ARGV[4])
-for i = 6, #ARGV, 1000 do
+for i = 7, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 redis.call('EXPIRE', KEYS[2], ARGV[2])
@@ -260,11 +293,24 @@ return 1
 """
 )
 
-# The window: header (nil on a miss), list length, newest `n` elements.
+# The window: {1, complete, list length, the newest `count` messages as one JSON array, oldest first}.
+# On a miss (no list), {0}; or, given a token, what a rebuild starts from, read together with the
+# miss: {0, 1 if this reader took the rebuild lock (0: another one holds it), version, pending
+# writes, last seq}, so that a cold read costs no round trip beyond the rebuild's install.
+# KEYS: messages, rebuild lock, state, pending   ARGV: count, lock token ('' takes none), lock ttl
 WINDOW = """
-local header = redis.call('LINDEX', KEYS[1], 0)
-if not header then return false end
-return {header, redis.call('LLEN', KEYS[1]), redis.call('LRANGE', KEYS[1], -tonumber(ARGV[1]), -1)}
+local length = redis.call('LLEN', KEYS[1])
+if length > 0 then
+  local complete = 0
+  if string.find(redis.call('LINDEX', KEYS[1], 0), '"complete":true', 1, true) then complete = 1 end
+  local elements = redis.call('LRANGE', KEYS[1], math.max(1, length - tonumber(ARGV[1])), -1)
+  return {1, complete, length - 1, '[' .. table.concat(elements, ',') .. ']'}
+end
+if ARGV[2] == '' then return {0} end
+local locked = 0
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[3]) then locked = 1 end
+return {0, locked, redis.call('HGET', KEYS[3], 'version') or '0', redis.call('HVALS', KEYS[4]),
+        redis.call('HGET', KEYS[3], 'last_seq') or '0'}
 """
 
 # Drop the cached list (next read rebuilds it) without forgetting version, seqs or pending writes.
@@ -479,17 +525,25 @@ def pending(*, tenant_slug: str, conversation_id: str) -> list[dict[str, Any]]:
 
 
 def install(
-    *, tenant_slug: str, conversation_id: str, version: str, messages: Sequence[dict[str, Any]], complete: bool, ttl: int
+    *,
+    tenant_slug: str,
+    conversation_id: str,
+    version: str,
+    messages: Sequence[dict[str, Any]],
+    complete: bool,
+    ttl: int,
+    rebuild_token: str = "",
 ) -> bool:
-    """Replace the cached list atomically, unless the conversation changed since ``version``."""
-    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    """Replace the cached list atomically, unless the conversation changed since ``version``; with
+    ``rebuild_token``, release the rebuild lock held with it in the same script, installed or not."""
+    prefix = _prefix(tenant_slug, conversation_id)
     last_seq = max((message["seq"] for message in messages), default=0)
     installed = _call(
         "install",
         tenant_slug,
         _scripts().install,
-        keys=[keys.state, keys.messages],
-        args=[version, ttl, settings.MEMORY_PENDING_TTL, header_json(complete=complete), last_seq]
+        keys=[f"{prefix}:state", f"{prefix}:messages", f"{prefix}:rebuild"],
+        args=[version, ttl, settings.MEMORY_PENDING_TTL, header_json(complete=complete), last_seq, rebuild_token]
         + [message_json(message) for message in messages],
     )
     return bool(installed)
@@ -502,19 +556,46 @@ class CachedWindow:
     messages: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class WindowMiss:
+    """No list was cached: what a rebuild starts from, and whether this reader took the rebuild lock."""
+
+    snapshot: Snapshot
+    locked: bool
+
+
 def window(*, tenant_slug: str, conversation_id: str, count: int) -> CachedWindow | None:
     """The newest ``count`` cached messages, oldest first; None on a miss."""
-    found = _call("window", tenant_slug, _scripts().window, keys=[key(tenant_slug, conversation_id, "messages")], args=[count])
-    if not found:
-        return None
-    header, length, elements = found
-    header_text = _text(header)
-    # The header is the list's first element, so only a window reaching the start holds it.
-    if int(length) <= count:
-        elements = elements[1:]
-    return CachedWindow(
-        complete='"complete":true' in header_text, length=int(length) - 1, messages=[json.loads(element) for element in elements]
+    found = _window(tenant_slug, conversation_id, count=count, token="")
+    return _cached_window(found) if found[0] else None
+
+
+def window_or_rebuild_lock(*, tenant_slug: str, conversation_id: str, count: int, token: str) -> CachedWindow | WindowMiss:
+    """The newest ``count`` cached messages, oldest first; on a miss, in the same round trip, the
+    rebuild lock taken with ``token`` (unless another reader holds it) and the rebuild's snapshot."""
+    found = _window(tenant_slug, conversation_id, count=count, token=token)
+    if found[0]:
+        return _cached_window(found)
+    _, locked, version, pending, last_seq = found
+    snapshot = Snapshot(version=_text(version), pending=[json.loads(item) for item in pending], last_seq=int(last_seq))
+    return WindowMiss(snapshot=snapshot, locked=bool(locked))
+
+
+def _window(tenant_slug: str, conversation_id: str, *, count: int, token: str) -> list[Any]:
+    prefix = _prefix(tenant_slug, conversation_id)
+    return _call(
+        "window",
+        tenant_slug,
+        _scripts().window,
+        keys=[f"{prefix}:messages", f"{prefix}:rebuild", f"{prefix}:state", f"{prefix}:pending"],
+        args=[count, token, settings.MEMORY_REBUILD_LOCK_TTL],
     )
+
+
+def _cached_window(found: list[Any]) -> CachedWindow:
+    _, complete, length, elements = found
+    # The elements arrive joined into one JSON array: one decode instead of one per message.
+    return CachedWindow(complete=bool(complete), length=length, messages=json.loads(elements))
 
 
 def _text(value: bytes | str) -> str:
@@ -713,6 +794,21 @@ def states(*, conversations: Sequence[tuple[str, str]]) -> dict[tuple[str, str],
             memory_cached=bool(memory),
         )
     return found
+
+
+def derived_claim(*, tenant_slug: str, conversation_id: str, tasks: Sequence[str], ttl: int) -> list[str]:
+    """Of these derived-memory tasks, the ones not already queued for the conversation, now marked
+    queued (``<tenant>:<conv>:queued:<task>``) for at most ``ttl`` seconds; in one round trip."""
+    pipeline = client().pipeline(transaction=False)
+    for task in tasks:
+        pipeline.set(key(tenant_slug, conversation_id, f"queued:{task}"), 1, nx=True, ex=ttl)
+    claimed = _call("derived_claim", tenant_slug, pipeline.execute)
+    return [task for task, was_set in zip(tasks, claimed, strict=True) if was_set]
+
+
+def derived_release(*, tenant_slug: str, conversation_id: str, task: str) -> None:
+    """The task runs now: a write persisted from here on queues it again."""
+    _call("derived_release", tenant_slug, client().delete, key(tenant_slug, conversation_id, f"queued:{task}"))
 
 
 def ping() -> float:

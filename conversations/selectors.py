@@ -7,6 +7,8 @@ PostgreSQL and do not wait).
 """
 
 import dataclasses
+import logging
+import secrets
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +28,9 @@ from conversations.models import CONTENT_WORDS, CacheRepair, Conversation, Messa
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
+# What decides whether ``logger.debug`` emits (structlog filters by this logger's level): asked first on
+# the hot path, where an event that is dropped would still go through the processors before the filter.
+_stdlib_logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -65,62 +70,125 @@ class Window:
 def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> Window:
     if query.include_archived:
         return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True)
-    wanted = settings.MEMORY_CACHE_LIST_LIMIT + 1 if query.filtered else query.skip + query.limit
+    filtered = query.filtered
+    wanted = settings.MEMORY_CACHE_LIST_LIMIT + 1 if filtered else query.skip + query.limit
+    token = secrets.token_hex(16)
     try:
-        cached = cache.window(tenant_slug=tenant.slug, conversation_id=conversation_id, count=wanted)
+        found = cache.window_or_rebuild_lock(tenant_slug=tenant.slug, conversation_id=conversation_id, count=wanted, token=token)
     except cache.CacheUnavailable:
         metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=None)
         metrics.fallbacks.labels(kind="read_without_cache").inc()
         logger.warning("window_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
         return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=False)
-    if cached is not None and (cached.complete or (not query.filtered and cached.length >= wanted)):
+    if isinstance(found, cache.WindowMiss):
+        metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=False)
+        # A miss: the same script took the rebuild lock for this reader (unless another reader holds
+        # it) and read the snapshot. Cache what the read needs: an unfiltered read needs only its page
+        # (a cold read stays one short indexed query); a filtered one, all.
+        if found.locked:
+            rebuilt = _rebuild_locked(
+                tenant=tenant,
+                conversation_id=conversation_id,
+                limit=settings.MEMORY_CACHE_LIST_LIMIT if filtered else wanted,
+                snapshot=found.snapshot,
+                token=token,
+            )
+            window = _rebuilt_window(rebuilt, conversation_id=conversation_id, query=query, wanted=wanted)
+            if window is not None:
+                return window
+        # Another reader is rebuilding, or the rebuild cannot answer: PostgreSQL plus the pending
+        # writes the snapshot read before it.
+        return _window_from_database(
+            tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True, pending=found.snapshot.pending
+        )
+    if found.complete or (not filtered and found.length >= wanted):
         metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=True)
-        logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
-        return Window(messages=query.page(cached.messages), source="cache")
+        if _debug_enabled():
+            logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
+        return Window(messages=query.page(found.messages), source="cache")
     metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=False)
-    # A miss, or a partial list too short for this page: cache what the read needs. An unfiltered
-    # read needs only its page (a cold read stays one short indexed query); a filtered one, all.
-    if cached is None or (not query.filtered and wanted <= settings.MEMORY_CACHE_LIST_LIMIT):
-        rebuild_limit = settings.MEMORY_CACHE_LIST_LIMIT if query.filtered else wanted
-        rebuilt = _rebuild_once(tenant=tenant, conversation_id=conversation_id, limit=rebuild_limit)
-        if rebuilt is not None:
-            if not rebuilt.exists:
-                raise NotFound(f"Conversation {conversation_id} does not exist.")
-            if rebuilt.complete or (not query.filtered and len(rebuilt.messages) >= wanted):
-                return Window(messages=query.page(rebuilt.messages), source="rebuild")
+    # A partial list too short for this page: an unfiltered read rebuilds it as deep as the page.
+    if not filtered and wanted <= settings.MEMORY_CACHE_LIST_LIMIT:
+        rebuilt = _rebuild_once(tenant=tenant, conversation_id=conversation_id, limit=wanted)
+        window = _rebuilt_window(rebuilt, conversation_id=conversation_id, query=query, wanted=wanted)
+        if window is not None:
+            return window
     # A partial list cannot answer this query: PostgreSQL plus what is still pending.
     return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True)
 
 
+def _debug_enabled() -> bool:
+    return _stdlib_logger.isEnabledFor(logging.DEBUG)
+
+
+def _rebuilt_window(
+    rebuilt: services.RebuildResult | None, *, conversation_id: str, query: WindowQuery, wanted: int
+) -> Window | None:
+    """The page from a rebuild, when the rebuilt list holds it; None when the database must answer."""
+    if rebuilt is None:
+        return None
+    if not rebuilt.exists:
+        raise NotFound(f"Conversation {conversation_id} does not exist.")
+    if rebuilt.complete or (not query.filtered and len(rebuilt.messages) >= wanted):
+        return Window(messages=query.page(rebuilt.messages), source="rebuild")
+    return None
+
+
 def _rebuild_once(*, tenant: Tenant, conversation_id: str, limit: int) -> services.RebuildResult | None:
     """Rebuild (the newest ``limit`` messages) if no other reader is rebuilding this conversation; None if one is."""
-    token = uuid.uuid4().hex
+    token = secrets.token_hex(16)
     try:
         if not cache.try_lock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token):
             return None
-        try:
-            return services.cache_rebuild(tenant=tenant, conversation_id=conversation_id, limit=limit)
-        finally:
-            cache.unlock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+    except cache.CacheUnavailable:
+        return None
+    return _rebuild_locked(tenant=tenant, conversation_id=conversation_id, limit=limit, snapshot=None, token=token)
+
+
+def _rebuild_locked(
+    *, tenant: Tenant, conversation_id: str, limit: int, snapshot: cache.Snapshot | None, token: str
+) -> services.RebuildResult | None:
+    """Rebuild under the rebuild lock held with ``token``: the rebuild releases it (with its install),
+    and a rebuild that fails on the way releases it here. None when Redis failed."""
+    rebuilt = None
+    try:
+        rebuilt = services.cache_rebuild(
+            tenant=tenant, conversation_id=conversation_id, limit=limit, snapshot=snapshot, rebuild_token=token
+        )
     except cache.CacheUnavailable:
         return None
     except DatabaseError as error:
         raise _database_unavailable() from error
+    finally:
+        if rebuilt is None:
+            try:
+                cache.unlock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+            except cache.CacheUnavailable:
+                pass  # the lock expires after MEMORY_REBUILD_LOCK_TTL
+    return rebuilt
 
 
-def _window_from_database(*, tenant: Tenant, conversation_id: str, query: WindowQuery, with_pending: bool) -> Window:
-    pending: list[dict[str, Any]] = []
-    if with_pending:
+def _window_from_database(
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    query: WindowQuery,
+    with_pending: bool,
+    pending: list[dict[str, Any]] | None = None,
+) -> Window:
+    """The page from PostgreSQL, merged ``with_pending`` with the writes still pending in Redis: read
+    here before the rows, or given as ``pending`` by a caller that read them already (before the rows
+    too, so that a write persisted in between is in the rows)."""
+    if not with_pending:
+        pending = []
+    elif pending is None:
         try:
             pending = cache.pending(tenant_slug=tenant.slug, conversation_id=conversation_id)
         except cache.CacheUnavailable:
             metrics.fallbacks.labels(kind="read_without_cache").inc()
+            pending = []
     try:
-        queryset = _filtered_rows(tenant=tenant, conversation_id=conversation_id, query=query)
-        rows = [
-            services.message_from_values(values)
-            for values in queryset.order_by("-seq").values(*services.MESSAGE_COLUMNS)[: query.skip + query.limit]
-        ]
+        rows = _filtered_rows(tenant=tenant, conversation_id=conversation_id, query=query)
         if (
             not rows
             and not pending
@@ -129,21 +197,23 @@ def _window_from_database(*, tenant: Tenant, conversation_id: str, query: Window
             raise NotFound(f"Conversation {conversation_id} does not exist.")
     except DatabaseError as error:
         raise _database_unavailable() from error
-    merged = services.merge_messages(rows, [m for m in pending if query.matches(m)])
+    if pending and query.filtered:
+        pending = [m for m in pending if query.matches(m)]
+    merged = services.merge_messages(rows, pending)
     return Window(messages=query.page(merged), source="database")
 
 
-def _filtered_rows(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> QuerySet[Message]:
-    queryset = services.conversation_messages(tenant=tenant, conversation_id=conversation_id)
-    if not query.include_archived:
-        queryset = queryset.filter(archived=False)
-    if query.role:
-        queryset = queryset.filter(role=query.role)
-    if query.start_date:
-        queryset = queryset.filter(created_at__gte=query.start_date)
-    if query.end_date:
-        queryset = queryset.filter(created_at__lte=query.end_date)
-    return queryset
+def _filtered_rows(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> list[dict[str, Any]]:
+    """The newest rows the query can show (``skip + limit`` of those it matches), oldest first."""
+    return services.conversation_messages(
+        tenant=tenant,
+        conversation_id=conversation_id,
+        limit=query.skip + query.limit,
+        include_archived=query.include_archived,
+        role=query.role,
+        start_date=query.start_date,
+        end_date=query.end_date,
+    )
 
 
 def _database_unavailable() -> ServiceUnavailable:

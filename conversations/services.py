@@ -16,6 +16,7 @@ With Redis down, seqs come from the conversation row in PostgreSQL and the conve
 for cache repair; with PostgreSQL down, the Redis path needs nothing from it.
 """
 
+import json
 import threading
 import time
 import uuid
@@ -27,7 +28,7 @@ from typing import Any
 import structlog
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Q, QuerySet, Subquery
+from django.db.models import Q
 from django.utils import timezone
 
 from conversations import cache, metrics, tokens
@@ -46,7 +47,8 @@ MESSAGE_COLUMNS = ("message_id", "seq", "role", "content", "metadata", "created_
 
 def message_from_values(values: dict[str, Any]) -> dict[str, Any]:
     """The message's JSON shape from its columns, as ``.values(*MESSAGE_COLUMNS)`` reads them (no model
-    instance: faster for a page of rows)."""
+    instance: faster for a page of rows). ``conversation_messages`` builds the same shape from its
+    statement's rows (a test holds the two equal)."""
     return {
         "id": str(values["message_id"]),
         "seq": values["seq"],
@@ -63,12 +65,67 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     return message_from_values({column: getattr(message, column) for column in MESSAGE_COLUMNS})
 
 
-def conversation_messages(*, tenant: Tenant, conversation_id: str) -> QuerySet[Message]:
-    """The messages of a conversation named by its id, in one statement that reads the window index
-    in order: the conversation's pk is a scalar subquery (a join would make PostgreSQL sort every
-    message of the conversation to return the newest 50)."""
-    conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).values("pk")[:1]
-    return Message.objects.for_tenant(tenant).filter(conversation=Subquery(conversation))
+# The newest messages of a conversation named by its id, in one statement that reads the window index
+# in order: the conversation's pk is a scalar subquery (a join would make PostgreSQL sort every message
+# of the conversation to return the newest 50). Both parts are scoped by tenant_id, as ``for_tenant``
+# scopes the ORM's queries. A constant statement (``{filters}`` is one of a few fixed clauses): a cold
+# window read builds no query. ``created_at`` comes as microseconds since the epoch: the timestamp
+# loader Django installs runs in Python and cost more than the rest of the row.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+CONVERSATION_MESSAGES_SQL = """
+    SELECT message_id::text, seq, role, content, metadata::text, (extract(epoch FROM created_at) * 1000000)::bigint,
+        token_count
+    FROM conversation_messages
+    WHERE tenant_id = %s
+        AND conversation_id = (
+            SELECT id FROM conversation_memories WHERE tenant_id = %s AND conversation_id = %s LIMIT 1
+        ){filters}
+    ORDER BY seq DESC
+    LIMIT %s
+"""
+
+
+def conversation_messages(
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    limit: int,
+    include_archived: bool = False,
+    role: str | None = None,
+    start_date: datetime | None = None,
+    end_date: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` messages of a conversation (archived ones only with ``include_archived``;
+    of ``role``, created between ``start_date`` and ``end_date`` when given), oldest first, in the
+    shape of ``message_from_values``. Raises DatabaseError."""
+    filters = "" if include_archived else " AND NOT archived"
+    parameters: list[Any] = [tenant.pk, tenant.pk, conversation_id]
+    if role:
+        filters += " AND role = %s"
+        parameters.append(role)
+    if start_date:
+        filters += " AND created_at >= %s"
+        parameters.append(start_date)
+    if end_date:
+        filters += " AND created_at <= %s"
+        parameters.append(end_date)
+    parameters.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(CONVERSATION_MESSAGES_SQL.format(filters=filters), parameters)
+        rows = cursor.fetchall()
+    rows.reverse()
+    return [
+        {
+            "id": message_id,
+            "seq": seq,
+            "role": message_role,
+            "content": content,
+            "metadata": {} if metadata == "{}" else json.loads(metadata),
+            "created_at": (_EPOCH + timedelta(microseconds=created_at)).isoformat(),
+            "token_count": token_count,
+        }
+        for message_id, seq, message_role, content, metadata, created_at, token_count in rows
+    ]
 
 
 def _same_message(stored: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -470,111 +527,261 @@ class PersistConflict(Exception):
     """A message id is already stored with other content: retrying cannot help."""
 
 
+# Payloads persisted in one statement, whatever their tenants and conversations: each message not
+# erased by its conversation's tombstone is inserted (one already stored, by id or by seq, is
+# skipped: ON CONFLICT), each conversation's counters grow by what was inserted into it and an empty
+# owner is filled in. It answers, per conversation, its pk (NULL: no row yet, nothing inserted), the
+# tombstone's floor and the (message id, seq) pairs it inserted.
+PERSIST_SQL = """
+    WITH payload AS (
+        SELECT * FROM jsonb_to_recordset(%(payloads)s::jsonb) AS p(
+            tenant bigint, conversation text, tombstone text, user_id text, agent_id text, messages jsonb
+        )
+    ), conversation AS (
+        SELECT DISTINCT ON (p.tenant, p.conversation) p.tenant, p.conversation, c.id,
+            COALESCE((
+                SELECT max(t.erased_before_seq) FROM conversations_tombstone t
+                WHERE t.tenant_id = p.tenant AND t.conversation_key = p.tombstone
+            ), 0) AS floor
+        FROM payload p
+        LEFT JOIN conversation_memories c ON c.tenant_id = p.tenant AND c.conversation_id = p.conversation
+    ), inserted AS (
+        INSERT INTO conversation_messages
+            (message_id, tenant_id, conversation_id, seq, role, content, metadata, archived, token_count,
+             created_at, persisted_at)
+        SELECT m.id, k.tenant, k.id, m.seq, m.role, m.content, COALESCE(m.metadata, '{}'), false,
+               COALESCE(m.token_count, 0), m.created_at, now()
+        FROM payload p
+        JOIN conversation k ON k.tenant = p.tenant AND k.conversation = p.conversation AND k.id IS NOT NULL
+        CROSS JOIN LATERAL jsonb_to_recordset(p.messages) AS m(
+            id uuid, seq bigint, role text, content text, metadata jsonb, token_count integer, created_at timestamptz
+        )
+        WHERE m.seq >= k.floor
+        ORDER BY k.id, m.seq
+        ON CONFLICT DO NOTHING
+        RETURNING conversation_id, message_id, seq, token_count
+    ), added AS (
+        SELECT conversation_id, count(*) AS count, sum(token_count) AS tokens, max(seq) AS last_seq
+        FROM inserted GROUP BY conversation_id
+    ), owner AS (
+        SELECT tenant, conversation, max(NULLIF(user_id, '')) AS user_id, max(NULLIF(agent_id, '')) AS agent_id
+        FROM payload GROUP BY tenant, conversation
+    ), counted AS (
+        UPDATE conversation_memories AS c
+        SET message_count = c.message_count + COALESCE(a.count, 0),
+            token_count = c.token_count + COALESCE(a.tokens, 0),
+            last_seq = GREATEST(c.last_seq, a.last_seq),
+            updated_at = CASE WHEN a.count > 0 THEN now() ELSE c.updated_at END,
+            user_id = CASE WHEN c.user_id = '' THEN COALESCE(o.user_id, '') ELSE c.user_id END,
+            agent_id = CASE WHEN c.agent_id = '' THEN COALESCE(o.agent_id, '') ELSE c.agent_id END
+        FROM conversation k
+        JOIN owner o ON o.tenant = k.tenant AND o.conversation = k.conversation
+        LEFT JOIN added a ON a.conversation_id = k.id
+        WHERE c.id = k.id
+            AND (a.count > 0 OR (c.user_id = '' AND o.user_id IS NOT NULL) OR (c.agent_id = '' AND o.agent_id IS NOT NULL))
+    )
+    SELECT k.tenant, k.conversation, k.id, k.floor,
+        (SELECT json_agg(json_build_array(i.message_id, i.seq)) FROM inserted i WHERE i.conversation_id = k.id)
+    FROM conversation k
+"""
+
+
+@dataclass(frozen=True)
+class _Persisted:
+    """What ``PERSIST_SQL`` answered for one conversation."""
+
+    pk: int | None
+    floor: int
+    inserted: frozenset[tuple[str, int]]  # (message id, seq)
+
+
+def _persist_key(payload: dict[str, Any]) -> tuple[int, str]:
+    return payload["tenant_id"], payload["conversation_id"]
+
+
+def _persist_statement(payloads: Sequence[dict[str, Any]]) -> dict[tuple[int, str], _Persisted]:
+    rows = [
+        {
+            "tenant": payload["tenant_id"],
+            "conversation": payload["conversation_id"],
+            "tombstone": tombstone_key(payload["conversation_id"]),
+            "user_id": payload.get("user_id", ""),
+            "agent_id": payload.get("agent_id", ""),
+            "messages": payload["messages"],
+        }
+        for payload in payloads
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(PERSIST_SQL, {"payloads": json.dumps(rows)})
+        return {
+            (tenant, conversation): _Persisted(pk=pk, floor=floor, inserted=frozenset(map(tuple, inserted or ())))
+            for tenant, conversation, pk, floor, inserted in cursor.fetchall()
+        }
+
+
+def _persist_rows(payloads: Sequence[dict[str, Any]]) -> dict[tuple[int, str], _Persisted]:
+    """Run ``PERSIST_SQL`` for these payloads. A conversation without a row is created, then its
+    payloads run again: one statement cannot insert a conversation and rows that refer to it."""
+    found = _persist_statement(payloads)
+    missing = []
+    for payload in payloads:
+        persisted = found[_persist_key(payload)]
+        if persisted.pk is None and any(m["seq"] >= persisted.floor for m in payload["messages"]):
+            missing.append(payload)
+    if missing:
+        for payload in missing:
+            _conversation_create(
+                tenant_id=payload["tenant_id"],
+                conversation_id=payload["conversation_id"],
+                user_id=payload.get("user_id", ""),
+                agent_id=payload.get("agent_id", ""),
+            )
+        found.update(_persist_statement(missing))
+    return found
+
+
 def messages_persist(*, payload: dict[str, Any], schedule_derived: bool = True) -> int:
     """Commit a batch of acknowledged messages; idempotent. Returns the rows inserted.
 
     ``schedule_derived=False`` leaves queueing the derived memory to the caller (a group of payloads
     queues it once per conversation).
     """
-    tenant_id = payload["tenant_id"]
-    conversation_id = payload["conversation_id"]
-    messages = payload["messages"]
-    with transaction.atomic():
-        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_key=tombstone_key(conversation_id)).first()
-        erased = [m for m in messages if tombstone and m["seq"] < tombstone.erased_before_seq]
-        live = [m for m in messages if m not in erased]
-        if not live:
-            _settle_cache(payload=payload, settled=[], removed=erased)
-            return 0
-        conversation = _conversation_for_update(
-            tenant_id=tenant_id,
-            conversation_id=conversation_id,
-            user_id=payload.get("user_id", ""),
-            agent_id=payload.get("agent_id", ""),
-        )
-        stored = Message.objects.for_tenant(tenant_id).filter(conversation=conversation, message_id__in=[m["id"] for m in live])
-        before = {str(row.message_id): row for row in stored}
-        rows = [
-            Message(
-                message_id=m["id"],
-                tenant_id=tenant_id,
-                conversation=conversation,
-                seq=m["seq"],
-                role=m["role"],
-                content=m["content"],
-                metadata=m.get("metadata") or {},
-                token_count=m.get("token_count", 0),
-                created_at=datetime.fromisoformat(m["created_at"]),
-            )
-            for m in live
-            if m["id"] not in before
-        ]
-        if rows:
-            Message.unscoped.bulk_create(rows, ignore_conflicts=True)  # persisted rows of this tenant only
-        after = {str(row.message_id): row for row in stored.all()}
-        settled, losers, conflicts = [], [], []
-        for m in live:
-            row = after.get(m["id"])
-            if row is None or not _same_message(message_to_dict(row), m):
+    found = _persist_rows([payload])
+    return _persist_settle(payload=payload, persisted=found[_persist_key(payload)], schedule_derived=schedule_derived)
+
+
+def messages_persist_group(*, payloads: Sequence[dict[str, Any]]) -> list[Exception | None]:
+    """Commit the payloads of concurrent appends together: one statement, or each on its own if that
+    statement fails (one bad payload must not hold the others back). Answers, per payload, the error
+    it met (to be retried alone) or None; the derived memory is queued once per conversation."""
+    try:
+        with transaction.atomic():  # a savepoint when the caller holds a transaction
+            found = _persist_rows(payloads)
+    except DatabaseError as error:
+        logger.warning("persist_group_split", payloads=len(payloads), error=str(error))
+        found = None
+    errors: list[Exception | None] = []
+    changed = {}
+    for payload in payloads:
+        try:
+            if found is None:
+                with transaction.atomic():
+                    inserted = messages_persist(payload=payload, schedule_derived=False)
+            else:
+                inserted = _persist_settle(payload=payload, persisted=found[_persist_key(payload)], schedule_derived=False)
+        except Exception as error:  # retried alone by the caller, with its own retries and dead letter
+            errors.append(error)
+            continue
+        errors.append(None)
+        if inserted:
+            changed[_persist_key(payload)] = payload["tenant_slug"]
+    for (tenant_id, conversation_id), tenant_slug in changed.items():
+        derived_memory_schedule(tenant_id=tenant_id, tenant_slug=tenant_slug, conversation_id=conversation_id)
+    return errors
+
+
+def _persist_settle(*, payload: dict[str, Any], persisted: _Persisted, schedule_derived: bool) -> int:
+    """After the statement, one payload: what it inserted settles in the cache; a message it did not
+    insert is read back. A redelivery finds its rows stored (settled), a resend that got a second seq
+    finds the first copy (its own seq leaves the cache), an id stored with other content, or a seq
+    taken by another message, is a ``PersistConflict``."""
+    tenant_id, conversation_id, messages = payload["tenant_id"], payload["conversation_id"], payload["messages"]
+    erased = [m for m in messages if m["seq"] < persisted.floor]
+    mine = {(m["id"], m["seq"]) for m in messages} & persisted.inserted
+    stored_before = {m["id"] for m in messages if m["seq"] >= persisted.floor and (m["id"], m["seq"]) not in mine}
+    if stored_before and persisted.pk is None:  # the create failed for want of its tenant
+        raise PersistConflict(f"conversation {conversation_id} cannot be created: tenant {tenant_id} does not exist")
+    rows = {}
+    if stored_before:
+        rows = {
+            str(values["message_id"]): message_from_values(values)
+            for values in Message.objects.for_tenant(tenant_id)
+            .filter(conversation_id=persisted.pk, message_id__in=list(stored_before))
+            .values(*MESSAGE_COLUMNS)
+        }
+    settled, losers, conflicts = [], [], []
+    for m in messages:
+        if (m["id"], m["seq"]) in mine:
+            settled.append(m)
+        elif m["id"] in stored_before:
+            row = rows.get(m["id"])
+            if row is None or not _same_message(row, m):
                 conflicts.append(m["id"])
-            elif row.seq == m["seq"]:
-                settled.append(m)
+            elif row["seq"] == m["seq"]:
+                settled.append(m)  # persisted before: a redelivery
             else:
                 losers.append(m)  # a resend that got a second seq: the first copy stays
-        inserted = [m for m in settled if m["id"] not in before]
-        if inserted:
-            Conversation.objects.for_tenant(tenant_id).filter(pk=conversation.pk).update(
-                message_count=conversation.message_count + len(inserted),
-                token_count=conversation.token_count + sum(m.get("token_count", 0) for m in inserted),
-                last_seq=max(conversation.last_seq, *(m["seq"] for m in inserted)),
-                updated_at=timezone.now(),
-            )
+    inserted = len(mine)
     lag = max(0.0, time.time() - payload.get("acknowledged_at", time.time()))
-    metrics.persisted.inc(len(inserted))
+    metrics.persisted.inc(inserted)
     metrics.persist_lag.observe(lag)
     logger.info(
         "messages_persisted",
         tenant=payload.get("tenant_slug"),
         conversation_id=conversation_id,
-        inserted=len(inserted),
+        inserted=inserted,
         lag_ms=round(lag * 1000, 3),
     )
     _settle_cache(payload=payload, settled=settled, removed=losers + erased)
     if inserted and schedule_derived:
-        derived_memory_schedule(tenant_id=tenant_id, conversation_id=conversation_id)
+        derived_memory_schedule(tenant_id=tenant_id, tenant_slug=payload["tenant_slug"], conversation_id=conversation_id)
     if conflicts:
         raise PersistConflict(f"message ids already stored with other content: {', '.join(conflicts)}")
-    return len(inserted)
+    return inserted
 
 
 DERIVED_TASKS = ("search.tasks.conversation_embed", "summaries.tasks.conversation_summarize")
+# How long a derived task counts as queued for its conversation: past it, a write queues it again.
+DERIVED_QUEUED_TTL = 60
 
 
-def derived_memory_schedule(*, tenant_id: int, conversation_id: str) -> None:
+def derived_memory_schedule(*, tenant_id: int, tenant_slug: str, conversation_id: str) -> None:
     """Queue what is derived from new messages (their vectors, a summary when one is due).
+
+    Each task reads the conversation's messages when it starts, so one already queued for the
+    conversation (marked in Redis) will find these too: it is not queued twice. A task clears its mark
+    before reading (``derived_started``), so a write persisted after that queues it again.
 
     Best effort: the messages are committed whatever happens here. A vector missed now is found by
     the hourly backfill; a summary missed now is made by the next persist, which finds it still due.
     """
     from memoryproject.celery import app
 
-    for name in DERIVED_TASKS:
+    try:
+        names = cache.derived_claim(
+            tenant_slug=tenant_slug, conversation_id=conversation_id, tasks=DERIVED_TASKS, ttl=DERIVED_QUEUED_TTL
+        )
+    except cache.CacheUnavailable:
+        names = list(DERIVED_TASKS)  # no marks to go by: queue them all
+    for name in names:
         try:
             app.send_task(name, args=[tenant_id, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
         except Exception as error:  # the broker refused: see the docstring
             logger.warning("derived_memory_unscheduled", task=name, conversation_id=conversation_id, error=repr(error))
+            derived_started(tenant_slug=tenant_slug, conversation_id=conversation_id, task=name)
 
 
-def _conversation_for_update(*, tenant_id: int, conversation_id: str, user_id: str, agent_id: str) -> Conversation:
-    scoped = Conversation.objects.for_tenant(tenant_id)
+def derived_started(*, tenant_slug: str, conversation_id: str, task: str) -> None:
+    """A derived task is about to read the conversation: later writes must queue it again."""
+    try:
+        cache.derived_release(tenant_slug=tenant_slug, conversation_id=conversation_id, task=task)
+    except cache.CacheUnavailable:
+        pass  # the mark expires by itself (DERIVED_QUEUED_TTL)
+
+
+def _conversation_create(*, tenant_id: int, conversation_id: str, user_id: str, agent_id: str) -> None:
     try:
         with transaction.atomic():
-            scoped.get_or_create(
+            Conversation.objects.for_tenant(tenant_id).get_or_create(
                 tenant_id=tenant_id, conversation_id=conversation_id, defaults={"user_id": user_id, "agent_id": agent_id}
             )
     except IntegrityError:
         pass  # created concurrently by another worker
-    conversation = scoped.select_for_update().get(conversation_id=conversation_id)
+
+
+def _conversation_for_update(*, tenant_id: int, conversation_id: str, user_id: str, agent_id: str) -> Conversation:
+    _conversation_create(tenant_id=tenant_id, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
+    conversation = Conversation.objects.for_tenant(tenant_id).select_for_update().get(conversation_id=conversation_id)
     if (user_id and not conversation.user_id) or (agent_id and not conversation.agent_id):
         conversation.user_id = conversation.user_id or user_id
         conversation.agent_id = conversation.agent_id or agent_id
@@ -637,26 +844,31 @@ class RebuildResult:
     exists: bool
 
 
-def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = False, limit: int | None = None) -> RebuildResult:
+def cache_rebuild(
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    allow_empty: bool = False,
+    limit: int | None = None,
+    snapshot: cache.Snapshot | None = None,
+    rebuild_token: str = "",
+) -> RebuildResult:
     """Rebuild a conversation's cached list from PostgreSQL merged with the pending writes.
 
     The pending writes and the version are read first, then the rows: a write persisted in
     between is in the rows, a write acknowledged in between bumps the version and the install is
     skipped (the live list is never replaced by an older one). The list holds the newest ``limit``
-    messages (``MEMORY_CACHE_LIST_LIMIT`` unless less is asked for). Raises DatabaseError or
-    CacheUnavailable.
+    messages (``MEMORY_CACHE_LIST_LIMIT`` unless less is asked for). A reader that missed passes the
+    ``snapshot`` its window read took, and the rebuild lock it took with it (``rebuild_token``): the
+    install releases the lock in its own script; a rebuild that installs nothing releases it apart.
+    Raises DatabaseError or CacheUnavailable.
     """
     limit = min(limit or settings.MEMORY_CACHE_LIST_LIMIT, settings.MEMORY_CACHE_LIST_LIMIT)
-    snapshot = cache.snapshot(tenant_slug=tenant.slug, conversation_id=conversation_id)
+    if snapshot is None:
+        snapshot = cache.snapshot(tenant_slug=tenant.slug, conversation_id=conversation_id)
     # One indexed query in the common case: the conversation's row is needed only to tell an empty
     # conversation from none, the tombstone only to drop erased pending writes.
-    rows = [
-        message_from_values(values)
-        for values in conversation_messages(tenant=tenant, conversation_id=conversation_id)
-        .filter(archived=False)
-        .order_by("-seq")
-        .values(*MESSAGE_COLUMNS)[: limit + 1]
-    ]
+    rows = conversation_messages(tenant=tenant, conversation_id=conversation_id, limit=limit + 1)
     pending = snapshot.pending
     if pending:
         erased_before = (
@@ -681,7 +893,10 @@ def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = F
             messages=merged,
             complete=complete,
             ttl=tenant.setting("MEMORY_TTL_EXTENDED"),
+            rebuild_token=rebuild_token,
         )
+    elif rebuild_token:
+        cache.unlock_rebuild(tenant_slug=tenant.slug, conversation_id=conversation_id, token=rebuild_token)
     logger.info(
         "cache_rebuilt" if installed else "cache_rebuild_skipped",
         tenant=tenant.slug,
@@ -694,6 +909,8 @@ def cache_rebuild(*, tenant: Tenant, conversation_id: str, allow_empty: bool = F
 
 def merge_messages(rows: list[dict[str, Any]], pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows and pending writes in seq order, one per id (the row wins)."""
+    if not pending:  # rows (of one conversation) are unique by id, and in order already: the sort sees one run
+        return sorted(rows, key=lambda m: m["seq"])
     by_id = {m["id"]: m for m in pending}
     by_id.update({m["id"]: m for m in rows})
     return sorted(by_id.values(), key=lambda m: m["seq"])

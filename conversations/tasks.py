@@ -57,21 +57,16 @@ def messages_persist(self: Task, payload: dict[str, Any]) -> int | None:
 def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     """Payloads of concurrent appends, published together (``services.PersistGroup``).
 
-    Each is persisted on its own; one that fails is published again as its own ``messages_persist``
-    task, so it gets the same retries and dead letter as if it had been sent alone, and the others
-    are not held back by it. Until those are confirmed, this message stays unacknowledged.
+    They are persisted together (``services.messages_persist_group``); one that fails is published
+    again as its own ``messages_persist`` task, so it gets the same retries and dead letter as if it
+    had been sent alone, and the others are not held back by it. Until those are confirmed, this
+    message stays unacknowledged.
     """
-    failed = []
-    changed = set()
-    for payload in payloads:
-        try:
-            if services.messages_persist(payload=payload, schedule_derived=False):
-                changed.add((payload["tenant_id"], payload["conversation_id"]))
-        except Exception as error:
+    errors = services.messages_persist_group(payloads=payloads)
+    failed = [payload for payload, error in zip(payloads, errors, strict=True) if error is not None]
+    for payload, error in zip(payloads, errors, strict=True):
+        if error is not None:
             logger.warning("persist_separately", task=self.name, conversation_id=payload.get("conversation_id"), error=str(error))
-            failed.append(payload)
-    for tenant_id, conversation_id in changed:
-        services.derived_memory_schedule(tenant_id=tenant_id, conversation_id=conversation_id)
     for index, payload in enumerate(failed):
         try:
             services.publish(messages_persist, payload)

@@ -4,15 +4,17 @@ A conversation erased meanwhile is no error (nothing to embed). Transient errors
 a bounded number of times; a vector that is still missing afterwards is found by the hourly backfill.
 """
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.db import InterfaceError, OperationalError
 
+from conversations.services import derived_started
 from search import services
 
 TRANSIENT = (OperationalError, InterfaceError)
 
 
 @shared_task(
+    bind=True,
     acks_late=True,
     name="search.tasks.conversation_embed",
     autoretry_for=TRANSIENT,
@@ -20,12 +22,13 @@ TRANSIENT = (OperationalError, InterfaceError)
     retry_backoff_max=60,
     max_retries=8,
 )
-def conversation_embed(tenant_id: int, conversation_id: str) -> int:
+def conversation_embed(self: Task, tenant_id: int, conversation_id: str) -> int:
     from tenants.models import Tenant
 
     tenant = Tenant.objects.filter(pk=tenant_id).first()
     if tenant is None:
         return 0
+    derived_started(tenant_slug=tenant.slug, conversation_id=conversation_id, task=self.name)
     return services.conversation_embed(tenant=tenant, conversation_id=conversation_id)
 
 

@@ -15,6 +15,7 @@ from celery import Task, shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from conversations.services import derived_started
 from summaries import services
 from summaries.models import Summary
 from tenants.models import Tenant
@@ -38,6 +39,7 @@ def conversation_summarize(self: Task, tenant_id: int, conversation_id: str) -> 
         if tenant is None:
             logger.info("summary_skipped", tenant_id=tenant_id, conversation_id=conversation_id, reason="no_tenant")
             return None
+        derived_started(tenant_slug=tenant.slug, conversation_id=conversation_id, task=self.name)
         summary: Summary | None = services.conversation_summarize(tenant=tenant, conversation_id=conversation_id)
     except TRANSIENT as error:
         if self.request.retries < MAX_RETRIES:

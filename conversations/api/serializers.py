@@ -2,6 +2,7 @@
 
 import json
 import re
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -162,6 +163,87 @@ class AppendSerializer(serializers.Serializer):
         return {"messages": items, "user_id": attrs.get("user_id", ""), "agent_id": attrs.get("agent_id", "")}
 
 
+def append_values(data: Any) -> dict[str, Any]:
+    """The validated body of an append: ``{"messages": [...], "user_id", "agent_id"}``.
+
+    The shapes agents send (one message, or a batch, of ``id``, ``role``, ``content``, ``metadata`` and
+    ``created_at``, with owner ids) are read directly when every value is plainly valid; any other
+    body, and every invalid one, goes through ``AppendSerializer``, so that what is accepted and every
+    error are the serializer's own. ``tests/conversations/test_validation_shortcuts.py`` holds the two
+    paths to the same answers."""
+    values = _plain_append(data)
+    if values is not None:
+        return values
+    serializer = AppendSerializer(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+PLAIN_MESSAGE_FIELDS = frozenset({"id", "role", "content", "metadata", "created_at"})
+OWNER_FIELDS = frozenset({"user_id", "agent_id"})
+BATCH_FIELDS = OWNER_FIELDS | {"messages"}
+SINGLE_FIELDS = OWNER_FIELDS | PLAIN_MESSAGE_FIELDS
+ROLES = frozenset(Role.values)
+# Parses created_at exactly as MessageInSerializer's field does (it keeps no state between calls).
+CREATED_AT = serializers.DateTimeField()
+
+
+def _plain_append(data: Any) -> dict[str, Any] | None:
+    """``append_values`` of a body every value of which is plainly valid; None when the serializer must decide."""
+    if type(data) is not dict:
+        return None
+    if "messages" in data:
+        items = data["messages"]
+        if not data.keys() <= BATCH_FIELDS or type(items) is not list or not 0 < len(items) <= settings.MEMORY_MAX_BATCH:
+            return None
+    elif data.keys() <= SINGLE_FIELDS:
+        items = [{name: value for name, value in data.items() if name not in OWNER_FIELDS}]
+    else:
+        return None
+    messages = []
+    for item in items:
+        message = _plain_message(item)
+        if message is None:
+            return None
+        messages.append(message)
+    ids = [str(message["id"]) for message in messages if "id" in message]
+    if len(ids) != len(set(ids)):
+        return None
+    owners = {name: data.get(name, "") for name in OWNER_FIELDS}
+    for value in owners.values():
+        # A CharField trims whitespace: a value it would change is left to it.
+        if type(value) is not str or len(value) > OWNER_ID_MAX or value != value.strip() or UNSTORABLE.search(value):
+            return None
+    return {"messages": messages, **owners}
+
+
+def _plain_message(item: Any) -> dict[str, Any] | None:
+    """One message as MessageInSerializer validates it, or None unless every value is plainly valid."""
+    if type(item) is not dict or not item.keys() <= PLAIN_MESSAGE_FIELDS:
+        return None
+    role, content, metadata = item.get("role"), item.get("content"), item.get("metadata", {})
+    if type(role) is not str or role not in ROLES or type(content) is not str or type(metadata) is not dict:
+        return None
+    if len(content) > settings.MEMORY_MAX_CONTENT_CHARS or UNSTORABLE.search(content):
+        return None
+    message: dict[str, Any] = {}
+    try:
+        if "id" in item:
+            if type(item["id"]) is not str:
+                return None
+            message["id"] = uuid.UUID(hex=item["id"])
+        message["role"] = role
+        message["content"] = content
+        message["metadata"] = check_metadata(dict(metadata))
+        if "created_at" in item:
+            if type(item["created_at"]) is not str:
+                return None
+            message["created_at"] = CREATED_AT.to_internal_value(item["created_at"])
+    except (ValueError, serializers.ValidationError, LimitExceeded):
+        return None
+    return message
+
+
 class MessageOutSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     conversation_id = serializers.CharField()
@@ -209,6 +291,49 @@ def check_page_size(value: int, *, field: str) -> int:
             details={"field": field, "size": value, "limit": settings.MEMORY_MAX_PAGE_SIZE},
         )
     return value
+
+
+def window_query_values(params: Any) -> dict[str, Any]:
+    """The validated query of a window read (``WindowQuerySerializer``'s ``validated_data``).
+
+    Without filters, ``limit``, ``skip`` and ``include_archived`` written plainly and within their
+    bounds are read directly; any other query, and every invalid one, goes through the serializer, so
+    that what is accepted and every error are its own."""
+    values = _plain_window_query(params)
+    if values is not None:
+        return values
+    query = WindowQuerySerializer(data=params)
+    query.is_valid(raise_exception=True)
+    return query.validated_data
+
+
+WINDOW_FILTERS = ("role", "start_date", "end_date")
+
+
+def _plain_window_query(params: Any) -> dict[str, Any] | None:
+    if any(name in params for name in WINDOW_FILTERS):
+        return None
+    values: dict[str, Any] = {"skip": 0, "include_archived": False}
+    for name in ("limit", "skip"):
+        raw = params.get(name)
+        if raw is None:
+            continue
+        # Digits only, and few: "5.0", " 5" or a thousand digits are the serializer's to judge.
+        if not (type(raw) is str and raw.isascii() and raw.isdigit() and len(raw) <= 9):
+            return None
+        values[name] = int(raw)
+    archived = params.get("include_archived")
+    if archived is not None:
+        if archived in serializers.BooleanField.TRUE_VALUES:
+            values["include_archived"] = True
+        elif archived not in serializers.BooleanField.FALSE_VALUES:
+            return None
+    limit = values.get("limit")
+    if limit is not None and not 1 <= limit <= settings.MEMORY_MAX_PAGE_SIZE:
+        return None
+    if values["skip"] + (limit or 0) > settings.MEMORY_MAX_PAGE_SIZE * 100:
+        return None
+    return values
 
 
 class WindowOutSerializer(serializers.Serializer):

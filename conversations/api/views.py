@@ -203,9 +203,7 @@ class MessageListView(TenantAPIView):
         responses=serializers.WindowOutSerializer,
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        query = serializers.WindowQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        values = query.validated_data
+        values = serializers.window_query_values(request.query_params)
         window = selectors.conversation_window(
             tenant=self.tenant,
             conversation_id=_conversation_id(conversation_id),
@@ -231,14 +229,13 @@ class MessageListView(TenantAPIView):
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation_id = _new_conversation_id(conversation_id)
-        serializer = serializers.AppendSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        values = serializers.append_values(request.data)
         result = services.message_append(
             tenant=self.tenant,
             conversation_id=conversation_id,
-            messages=serializer.validated_data["messages"],
-            user_id=serializer.validated_data["user_id"],
-            agent_id=serializer.validated_data["agent_id"],
+            messages=values["messages"],
+            user_id=values["user_id"],
+            agent_id=values["agent_id"],
         )
         messages = [message | {"conversation_id": conversation_id} for message in result.messages]
         return Response(

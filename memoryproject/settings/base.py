@@ -38,16 +38,19 @@ INSTALLED_APPS = [
     "facts",
 ]
 
+# Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
+# skips them (memoryproject/middleware.py). CSRF and the security headers stay on every request.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "memoryproject.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "memoryproject.middleware.AuthenticationMiddleware",
+    "memoryproject.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_structlog.middlewares.RequestMiddleware",
+    # The request id on every log line, and one structured line per request.
+    "memoryproject.middleware.RequestLogMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 
 from conversations import cache
@@ -489,6 +490,133 @@ def test_the_window_of_an_empty_cached_conversation_is_empty_not_a_miss():
     empty = window(10)
 
     assert empty == cache.CachedWindow(complete=True, length=0, messages=[])
+
+
+def test_a_window_reaching_the_start_of_a_long_list_leaves_out_only_the_header():
+    install([message(seq) for seq in range(1, 11)])
+
+    assert [m["seq"] for m in window(10).messages] == list(range(1, 11))
+    assert [m["seq"] for m in window(9).messages] == list(range(2, 11))
+    assert [m["seq"] for m in window(11).messages] == list(range(1, 11))
+
+
+def test_a_window_miss_without_a_token_takes_no_rebuild_lock():
+    assert window(10) is None
+
+    assert redis().exists(keys().rebuild) == 0
+
+
+def window_or_lock(token: str) -> cache.CachedWindow | cache.WindowMiss:
+    return cache.window_or_rebuild_lock(tenant_slug=TENANT, conversation_id=CONVERSATION, count=10, token=token)
+
+
+def test_a_window_miss_takes_the_rebuild_lock_and_reads_the_snapshot_in_the_same_script():
+    reservation = reserve(count=2)
+    merge([message(reservation.first_seq), message(reservation.first_seq + 1)])  # pending, nothing cached
+
+    missed = window_or_lock("reader-1")
+
+    assert isinstance(missed, cache.WindowMiss)
+    assert missed.locked is True
+    assert redis().get(keys().rebuild) == b"reader-1"
+    assert 0 < redis().ttl(keys().rebuild) <= settings.MEMORY_REBUILD_LOCK_TTL
+    assert missed.snapshot == cache.snapshot(tenant_slug=TENANT, conversation_id=CONVERSATION)
+    assert sorted(m["seq"] for m in missed.snapshot.pending) == [reservation.first_seq, reservation.first_seq + 1]
+
+
+def test_a_second_reader_missing_gets_the_snapshot_but_not_the_lock():
+    merge([message(10)])
+    window_or_lock("reader-1")
+
+    second = window_or_lock("reader-2")
+
+    assert isinstance(second, cache.WindowMiss)
+    assert second.locked is False
+    assert second.snapshot.pending == [message(10)]
+    assert redis().get(keys().rebuild) == b"reader-1"
+
+
+def test_a_window_hit_takes_no_rebuild_lock():
+    install([message(10)])
+
+    found = window_or_lock("reader-1")
+
+    assert found == cache.CachedWindow(complete=True, length=1, messages=[message(10)])
+    assert redis().exists(keys().rebuild) == 0
+
+
+@pytest.mark.parametrize("refused", [False, True], ids=["installed", "refused"])
+def test_install_with_the_rebuild_token_releases_the_rebuild_lock_installed_or_refused(refused):
+    missed = window_or_lock("reader-1")
+    if refused:
+        merge([message(20)])  # a write the snapshot did not see: the version moved
+
+    installed = cache.install(
+        tenant_slug=TENANT,
+        conversation_id=CONVERSATION,
+        version=missed.snapshot.version,
+        messages=[message(10)],
+        complete=True,
+        ttl=TTL,
+        rebuild_token="reader-1",
+    )
+
+    assert installed is not refused
+    assert redis().exists(keys().rebuild) == 0
+
+
+def test_install_leaves_alone_a_rebuild_lock_held_with_another_token():
+    window_or_lock("reader-1")
+
+    install([message(10)])
+    cache.install(
+        tenant_slug=TENANT,
+        conversation_id=CONVERSATION,
+        version=current_version(),
+        messages=[message(10)],
+        complete=True,
+        ttl=TTL,
+        rebuild_token="reader-2",
+    )
+
+    assert redis().get(keys().rebuild) == b"reader-1"
+
+
+# --- The message JSON -----------------------------------------------------------------------------
+
+
+def encoded_as_the_scripts_read_it(message: dict[str, Any]) -> str:
+    """``seq`` first, then every other member with sorted keys, compact, non-ASCII kept as is."""
+    rest = {name: value for name, value in message.items() if name != "seq"}
+    return f'{{"seq":{int(message["seq"])},' + json.dumps(rest, separators=(",", ":"), ensure_ascii=False, sort_keys=True)[1:]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"content": 'quotes " and \\ backslashes, \n newlines \t tabs \x00\x1f\x7f controls'},
+        {"content": "non-ASCII: é € 😀 \u2028 and a / slash", "id": "ñ-1"},
+        {"metadata": {"zeta": 1, "alpha": {"y": [1.5, None, True, "é"], "b": 2}}},
+        {"metadata": None},
+        {"metadata": ["a", 2.5]},
+        {"token_count": True},  # a bool is not an int here: written as JSON true
+        {"seq": "42"},
+        {"extra": "a member the message shape does not have"},
+    ],
+)
+def test_message_json_writes_seq_first_and_every_other_member_sorted_and_compact(fields):
+    stored = {
+        "id": "0b3f7c1e-6a8e-4a47-9d55-3cbd2f8e9a10",
+        "seq": 1_740_266_205_871_521,
+        "role": "assistant",
+        "content": "plain text",
+        "metadata": {},
+        "created_at": "2025-02-22T23:16:45.871521+00:00",
+        "token_count": 3,
+    } | fields
+
+    assert cache.message_json(stored) == encoded_as_the_scripts_read_it(stored)
 
 
 # --- INVALIDATE and REMOVE ------------------------------------------------------------------------

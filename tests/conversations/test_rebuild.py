@@ -20,13 +20,16 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import OperationalError
 from django.test import override_settings
 
 from conversations import cache, services
+from conversations.exceptions import NotFound, ServiceUnavailable
 from conversations.models import Conversation, Message
 from tests.conftest import wait_for_rows
 from tests.faults import wait_until
 from tests.interleavings import (
+    Schedule,
     Steps,
     append,
     assert_in_seq_order,
@@ -114,6 +117,121 @@ def test_a_cache_miss_rebuild_merges_pending_writes_with_database_rows(api, tena
     pending_as_cached = [{name: value for name, value in m.items() if name != "conversation_id"} for m in pending]
     assert cached_list(tenant, "c1") == [header(True), *rows(tenant, "c1"), *pending_as_cached]
     assert api.get(url, {"limit": 50}).json()["source"] == "cache"
+
+
+# --- 1b. The reader's own rebuild: the miss, the rebuild lock and the snapshot in one script ----------
+
+
+@pytest.fixture
+def reader_steps(steps: Steps, monkeypatch: pytest.MonkeyPatch) -> Steps:
+    """The rebuild's steps as a reader that missed takes them: ``window`` (the miss, the rebuild lock
+    and the snapshot, one script), ``read`` (the database rows) and ``install`` (which releases the lock)."""
+    original = cache.window_or_rebuild_lock
+
+    def window_or_rebuild_lock(**kwargs: Any) -> cache.CachedWindow | cache.WindowMiss:
+        steps.at("window")
+        found = original(**kwargs)
+        steps.at("read")
+        return found
+
+    monkeypatch.setattr(cache, "window_or_rebuild_lock", window_or_rebuild_lock)
+    return steps
+
+
+@pytest.fixture
+def installs(steps: Steps, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each install answered (True: the list was replaced), in order."""
+    answers: list[bool] = []
+    original = cache.install
+
+    def install(**kwargs: Any) -> bool:
+        answers.append(original(**kwargs))
+        return answers[-1]
+
+    monkeypatch.setattr(cache, "install", install)
+    return answers
+
+
+def rebuild_lock_held(tenant: Any, conversation_id: str) -> bool:
+    return bool(cache.client().exists(cache.key(tenant.slug, conversation_id, "rebuild")))
+
+
+@pytest.mark.parametrize(
+    ("order", "installs_the_list"),
+    [
+        pytest.param(["reader.window", "client.append", "reader.read", "reader.install"], False, id="append-before-read"),
+        pytest.param(["reader.window", "reader.read", "client.append", "reader.install"], False, id="append-before-install"),
+        pytest.param(["reader.window", "reader.read", "reader.install", "client.append"], True, id="append-after-install"),
+    ],
+)
+def test_a_readers_rebuild_never_installs_a_list_older_than_the_live_one(
+    tenant, no_worker, published, reader_steps, installs, order, installs_the_list
+):
+    earlier = [append(tenant, "c1", f"earlier {turn}") for turn in range(3)]
+    persist(published, earlier[0])
+    persist(published, earlier[1])
+    drop_list(tenant, "c1")
+
+    def client() -> dict[str, Any]:
+        reader_steps.at("append")
+        return append(tenant, "c1", "the racing append")
+
+    done = run(reader_steps, order, reader=lambda: window(tenant, "c1"), client=client)
+
+    assert done["reader"].source == "rebuild"
+    assert ids(done["reader"].messages) == ids(earlier)  # the append raced the read: neither saw the other
+    assert installs[-1] is installs_the_list
+    assert not rebuild_lock_held(tenant, "c1")
+    seen = window(tenant, "c1")
+    assert seen.source == "cache"
+    assert ids(seen.messages) == ids([*earlier, done["client"]])
+    assert_in_seq_order(seen.messages)
+
+
+def test_a_reader_missing_while_another_rebuilds_reads_the_database_with_the_pending_writes(
+    tenant, no_worker, published, reader_steps, installs
+):
+    messages = [append(tenant, "c1", f"turn {turn}") for turn in range(3)]
+    persist(published, messages[0])
+    persist(published, messages[1])  # the third stays pending
+    drop_list(tenant, "c1")
+    installs.clear()
+    held: list[bool] = []
+
+    def observe(label: str) -> None:
+        held.append(rebuild_lock_held(tenant, "c1"))
+
+    schedule = Schedule(["first.window", "second.window", "second.read", "first.read", "first.install"], observe=observe)
+    done = run(reader_steps, schedule, first=lambda: window(tenant, "c1"), second=lambda: window(tenant, "c1"))
+
+    assert done["first"].source == "rebuild"
+    assert done["second"].source == "database"
+    assert ids(done["first"].messages) == ids(done["second"].messages) == ids(messages)
+    assert installs == [True]  # one rebuild
+    assert held == [True, True, True, True, False]  # the first reader held the lock until its install
+    assert cached_list(tenant, "c1") == [header(True), *rows(tenant, "c1"), messages[2]]
+
+
+def test_a_readers_rebuild_that_fails_on_the_database_releases_the_rebuild_lock(tenant, no_worker, published, monkeypatch):
+    append(tenant, "c1", "a message")
+    drop_list(tenant, "c1")
+
+    def unreachable(**kwargs: Any) -> list[dict[str, Any]]:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(services, "conversation_messages", unreachable)
+
+    with pytest.raises(ServiceUnavailable):
+        window(tenant, "c1")
+
+    assert not rebuild_lock_held(tenant, "c1")
+
+
+def test_a_cold_read_of_an_unknown_conversation_is_a_404_that_leaves_nothing_in_redis(tenant, transactional_db):
+    with pytest.raises(NotFound):
+        window(tenant, "nowhere")
+
+    assert cache.client().keys(f"{tenant.slug}:nowhere:*") == []
 
 
 # --- 2. An append racing a rebuild ----------------------------------------------------------------

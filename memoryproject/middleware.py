@@ -1,0 +1,153 @@
+"""The project's own middleware: the request log line, and the browser-only middleware the API skips.
+
+``RequestLogMiddleware`` gives every request an id and writes one structured line when it ends
+(``request_finished``: ``code``, ``request``, ``user_agent``), with ``request_id``, ``ip`` and
+``user_id`` bound to structlog's context so that every line logged while the request runs carries
+them too. It keeps django-structlog's event names, fields and levels (INFO, WARNING for a 4xx, ERROR
+for a 5xx, ``request_failed`` with the traceback for an unhandled exception) for less work: the
+client address is read through django-ipware only when a proxy header names one, the user only on a
+browser request, and a line below the logger's level (``memoryproject.requests``) is never built.
+
+The API under ``API_PREFIX`` is called with an API key: it has no session, no logged-in user and no
+flash messages. ``SessionMiddleware``, ``AuthenticationMiddleware`` and ``MessageMiddleware`` here are
+Django's own (so the admin's checks still find them), doing nothing for the API's requests and all
+they did before for every other request (the admin, the schema and the docs).
+"""
+
+import logging
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from django.contrib.auth import middleware as auth_middleware
+from django.contrib.messages import middleware as messages_middleware
+from django.contrib.sessions import middleware as sessions_middleware
+from django.core.exceptions import PermissionDenied
+from django.core.signals import got_request_exception
+from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.functional import SimpleLazyObject
+from ipware import get_client_ip
+from python_ipware.modern.defaults import DEFAULT_PRECEDENCE
+
+API_PREFIX = "/api/v1/"
+
+LOGGER_NAME = "memoryproject.requests"
+logger = structlog.get_logger(LOGGER_NAME)
+# Asked before a line is built: structlog's own level filter runs only after the context is merged.
+level_filter = logging.getLogger(LOGGER_NAME)
+
+
+# The headers through which a proxy names the client, as a WSGI server presents them. When none is
+# present the address is the connection's own (REMOTE_ADDR), which is what django-ipware would answer.
+def _wsgi_spellings(header: str) -> set[str]:
+    name = header.upper().replace("-", "_")
+    return {header, name, name if name.startswith("HTTP_") else f"HTTP_{name}"}
+
+
+PROXY_HEADERS = frozenset().union(*(_wsgi_spellings(header) for header in DEFAULT_PRECEDENCE if header != "REMOTE_ADDR"))
+
+
+def is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith(API_PREFIX)
+
+
+class BrowserOnly:
+    """Runs the Django middleware it is mixed into for every request except the API's."""
+
+    get_response: Callable[[HttpRequest], HttpResponse]
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_api(request):
+            return self.get_response(request)
+        return super().__call__(request)  # type: ignore[misc]
+
+
+class SessionMiddleware(BrowserOnly, sessions_middleware.SessionMiddleware):
+    pass
+
+
+class AuthenticationMiddleware(BrowserOnly, auth_middleware.AuthenticationMiddleware):
+    pass
+
+
+class MessageMiddleware(BrowserOnly, messages_middleware.MessageMiddleware):
+    pass
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    if PROXY_HEADERS.isdisjoint(request.META):
+        return request.META.get("REMOTE_ADDR") or None
+    return get_client_ip(request)[0]
+
+
+def level_for_status(status_code: int) -> int:
+    if 400 <= status_code < 500:
+        return logging.WARNING
+    if 500 <= status_code < 600:
+        return logging.ERROR
+    return logging.INFO
+
+
+def request_line(request: HttpRequest) -> str:
+    return f"{request.method} {request.get_full_path()}"
+
+
+def user_id(request: HttpRequest) -> Any:
+    """The logged-in user's pk on a browser request; None on the API's (a tenant's key is no user).
+    Reading it leaves the session unmarked as accessed, so the answer does not vary on the cookie."""
+    if is_api(request) or not hasattr(request, "user"):
+        return None
+    session = getattr(request, "session", None)
+    accessed = session.accessed if session is not None else None
+    user = request.user
+    value = getattr(user, "pk", None) if user is not None else None
+    if accessed is False:
+
+        def get_user() -> Any:
+            request.session.accessed = True
+            return user
+
+        request.user = SimpleLazyObject(get_user)
+        request.session.accessed = False
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
+class RequestLogMiddleware:
+    """One ``request_finished`` line per request, and its id on every line logged while it runs."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        structlog.contextvars.bind_contextvars(request_id=str(uuid.uuid4()), ip=client_ip(request), user_id=user_id(request))
+        try:
+            response = self.get_response(request)
+            level = level_for_status(response.status_code)
+            if not hasattr(request, "_failure_logged") and level_filter.isEnabledFor(level):
+                structlog.contextvars.bind_contextvars(user_id=user_id(request))
+                logger.log(
+                    level,
+                    "request_finished",
+                    code=response.status_code,
+                    request=request_line(request),
+                    user_agent=request.META.get("HTTP_USER_AGENT"),
+                )
+            return response
+        finally:
+            structlog.contextvars.clear_contextvars()
+
+
+def request_failed(sender: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+    """An exception no view handled (Django answers 500): logged once, with its traceback, in place
+    of the request's ``request_finished`` line."""
+    error = sys.exc_info()[1]
+    if request is None or hasattr(request, "_failure_logged") or isinstance(error, Http404 | PermissionDenied):
+        return
+    request._failure_logged = True  # type: ignore[attr-defined]
+    structlog.contextvars.bind_contextvars(user_id=user_id(request))
+    logger.exception("request_failed", code=500, request=request_line(request))
+
+
+got_request_exception.connect(request_failed, dispatch_uid="memoryproject.middleware.request_failed")

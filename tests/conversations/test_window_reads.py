@@ -1,0 +1,125 @@
+"""The rows a window read takes from PostgreSQL (``services.conversation_messages``, one constant
+statement) and the window built from them: the same messages, in the same JSON shape, as the ORM's
+``message_to_dict`` gives, whether the window comes from the cache, from a cold read's rebuild or
+from PostgreSQL with Redis down; and never a row of another tenant.
+"""
+
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from conversations import cache, selectors, services
+from conversations.models import Conversation, Message
+from tests.interleavings import append, drop_list, ids
+
+EAST = timezone(timedelta(hours=5, minutes=30))
+
+
+def stored_conversation(tenant: Any, conversation_id: str, messages: list[dict[str, Any]]) -> Conversation:
+    """A persisted conversation whose messages are given field by field (seq, role, created_at, ...)."""
+    conversation = Conversation.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=conversation_id)
+    Message.objects.for_tenant(tenant).bulk_create(
+        Message(
+            tenant=tenant,
+            conversation=conversation,
+            **{
+                "content": f"message {fields['seq']}",
+                "role": "user",
+                "created_at": datetime(2025, 3, 1, 12, 0, tzinfo=UTC) + timedelta(minutes=fields["seq"]),
+                **fields,
+            },
+        )
+        for fields in messages
+    )
+    return conversation
+
+
+def orm_messages(tenant: Any, conversation_id: str, **filters: Any) -> list[dict[str, Any]]:
+    rows = Message.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id, **filters).order_by("seq")
+    return [services.message_to_dict(row) for row in rows]
+
+
+@pytest.fixture
+def varied(tenant: Any) -> Conversation:
+    """Messages that differ in every way the JSON shape has to render: nested metadata with unsorted
+    keys, timestamps with and without microseconds (one written in another time zone), every role,
+    archived ones."""
+    return stored_conversation(
+        tenant,
+        "c1",
+        [
+            {"seq": 1, "metadata": {"zeta": 1, "alpha": {"b": [1.5, None, True], "a": "é"}}},
+            {"seq": 2, "role": "assistant", "created_at": datetime(2025, 3, 1, 12, 0, 0, 0, tzinfo=UTC)},
+            {"seq": 3, "role": "tool", "created_at": datetime(2025, 3, 1, 18, 0, 0, 123456, tzinfo=EAST)},
+            {"seq": 4, "archived": True},
+            {"seq": 5, "role": "system", "content": 'quotes " and\nnewlines', "token_count": 7},
+            {"seq": 6, "metadata": {"source": "import"}, "created_at": datetime(2025, 3, 2, 0, 0, 0, 1, tzinfo=UTC)},
+        ],
+    )
+
+
+def test_the_rows_of_a_window_are_the_orm_messages_in_the_same_shape_oldest_first(tenant, varied):
+    assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50) == orm_messages(
+        tenant, "c1", archived=False
+    )
+    assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50, include_archived=True) == (
+        orm_messages(tenant, "c1")
+    )
+
+
+def test_the_rows_of_a_window_are_the_newest_limit_of_those_the_filters_match(tenant, varied):
+    def read(**filters: Any) -> list[int]:
+        return [m["seq"] for m in services.conversation_messages(tenant=tenant, conversation_id="c1", **filters)]
+
+    assert read(limit=2) == [5, 6]
+    assert read(limit=2, include_archived=True) == [5, 6]
+    assert read(limit=3, include_archived=True) == [4, 5, 6]
+    assert read(limit=50, role="user") == [1, 6]
+    assert read(limit=50, role="user", include_archived=True) == [1, 4, 6]
+    assert read(limit=50, start_date=datetime(2025, 3, 1, 12, 3, tzinfo=UTC)) == [3, 5, 6]  # 3 is at 12:30 UTC
+    assert read(limit=50, end_date=datetime(2025, 3, 1, 12, 2, tzinfo=UTC)) == [1, 2]
+    assert read(
+        limit=1, start_date=datetime(2025, 3, 1, 12, 1, tzinfo=UTC), end_date=datetime(2025, 3, 1, 12, 5, tzinfo=UTC)
+    ) == [5]
+
+
+def test_the_rows_of_a_window_never_include_another_tenants_conversation_of_the_same_id(tenant, other_tenant, varied):
+    stored_conversation(other_tenant, "c1", [{"seq": 100}, {"seq": 200}])
+    stored_conversation(other_tenant, "theirs", [{"seq": 300}])
+
+    assert [m["seq"] for m in services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50)] == [1, 2, 3, 5, 6]
+    assert [m["seq"] for m in services.conversation_messages(tenant=other_tenant, conversation_id="c1", limit=50)] == [100, 200]
+    assert services.conversation_messages(tenant=tenant, conversation_id="theirs", limit=50) == []
+
+
+def window(tenant: Any, conversation_id: str, **query: Any) -> selectors.Window:
+    return selectors.conversation_window(
+        tenant=tenant, conversation_id=conversation_id, query=selectors.WindowQuery(limit=query.pop("limit", 50), **query)
+    )
+
+
+def test_a_window_is_the_same_cold_cached_and_with_redis_down(tenant, varied):
+    cold = window(tenant, "c1")
+    cached = window(tenant, "c1")
+    down = selectors._window_from_database(
+        tenant=tenant, conversation_id="c1", query=selectors.WindowQuery(limit=50), with_pending=False
+    )
+
+    assert (cold.source, cached.source, down.source) == ("rebuild", "cache", "database")
+    assert cold.messages == cached.messages == down.messages == orm_messages(tenant, "c1", archived=False)
+
+
+def test_a_cold_window_read_merges_the_pending_writes_whoever_rebuilds(tenant, no_worker):
+    stored_conversation(tenant, "c1", [{"seq": 1}, {"seq": 2}])
+    pending = append(tenant, "c1", "acknowledged, not persisted yet")
+    drop_list(tenant, "c1")
+
+    cold = window(tenant, "c1")
+    drop_list(tenant, "c1")
+    cache.client().set(cache.key(tenant.slug, "c1", "rebuild"), "another reader", ex=30)
+    while_another_rebuilds = window(tenant, "c1")
+
+    assert cold.source == "rebuild"
+    assert while_another_rebuilds.source == "database"
+    assert ids(cold.messages) == ids(while_another_rebuilds.messages) == [*ids(orm_messages(tenant, "c1")), pending["id"]]
