@@ -7,6 +7,7 @@ PostgreSQL and do not wait).
 """
 
 import dataclasses
+import json
 import logging
 import secrets
 import time
@@ -61,10 +62,27 @@ class WindowQuery:
         return matching[max(0, end - self.limit) : max(0, end)]
 
 
-@dataclass(frozen=True)
 class Window:
-    messages: list[dict[str, Any]]
-    source: str  # cache, rebuild, database
+    """A page of messages, oldest first, and where it came from (cache, rebuild, database).
+
+    A page the cache answered unfiltered keeps its messages as the JSON the cache holds
+    (``elements``) and decodes them only when ``messages`` is read: an API answer sends that JSON
+    as it is."""
+
+    __slots__ = ("source", "elements", "_messages")
+
+    def __init__(self, *, source: str, messages: list[dict[str, Any]] | None = None, elements: list[bytes] | None = None):
+        if (messages is None) == (elements is None):
+            raise TypeError("A window is given its messages or their cached JSON, one of the two.")
+        self.source = source
+        self.elements = elements
+        self._messages = messages
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        if self._messages is None:
+            self._messages = json.loads(b"[" + b",".join(self.elements) + b"]")
+        return self._messages
 
 
 def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> Window:
@@ -105,7 +123,9 @@ def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQu
         metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=True)
         if _debug_enabled():
             logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)
-        return Window(messages=query.page(found.messages), source="cache")
+        if filtered:
+            return Window(messages=query.page(found.messages), source="cache")
+        return Window(elements=query.page(found.elements), source="cache")
     metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=False)
     # A partial list too short for this page: an unfiltered read rebuilds it as deep as the page.
     if not filtered and wanted <= settings.MEMORY_CACHE_LIST_LIMIT:

@@ -4,6 +4,7 @@
 the path or the body, and subclasses cannot replace that.
 """
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -71,6 +72,18 @@ def _refuse_nul(request: Request, path_values: dict[str, Any]) -> None:
     for name, values in request.query_params.lists():
         if "\x00" in name or any("\x00" in value for value in values):
             raise ValidationError({name.replace("\x00", ""): "Query parameters must not contain NUL characters."})
+
+
+def _window_json(conversation_id: str, elements: list[bytes], *, source: str) -> renderers.EncodedJSON:
+    """The window answer around the messages' cached JSON, each given its ``conversation_id``: the
+    same document the serialised answer would be, without decoding and re-encoding 50 messages.
+    Every cached message is an object whose first member is ``seq`` (``cache.message_json``)."""
+    encoded_id = json.dumps(conversation_id, ensure_ascii=False).encode()
+    tagged = b'{"conversation_id":' + encoded_id + b","
+    messages = b",".join([tagged + element[1:] for element in elements])
+    return renderers.EncodedJSON(
+        b'{"conversation_id":%s,"messages":[%s],"count":%d,"source":"%s"}' % (encoded_id, messages, len(elements), source.encode())
+    )
 
 
 def _conversation_id(value: str) -> str:
@@ -216,6 +229,8 @@ class MessageListView(TenantAPIView):
                 include_archived=values["include_archived"],
             ),
         )
+        if window.elements is not None:
+            return Response(_window_json(conversation_id, window.elements, source=window.source))
         messages = [message | {"conversation_id": conversation_id} for message in window.messages]
         return Response(
             {"conversation_id": conversation_id, "messages": messages, "count": len(messages), "source": window.source}

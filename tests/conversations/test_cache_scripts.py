@@ -489,7 +489,7 @@ def test_the_window_of_an_empty_cached_conversation_is_empty_not_a_miss():
 
     empty = window(10)
 
-    assert empty == cache.CachedWindow(complete=True, length=0, messages=[])
+    assert (empty.complete, empty.length, empty.messages) == (True, 0, [])
 
 
 def test_a_window_reaching_the_start_of_a_long_list_leaves_out_only_the_header():
@@ -541,8 +541,28 @@ def test_a_window_hit_takes_no_rebuild_lock():
 
     found = window_or_lock("reader-1")
 
-    assert found == cache.CachedWindow(complete=True, length=1, messages=[message(10)])
+    assert (found.complete, found.length, found.messages) == (True, 1, [message(10)])
     assert redis().exists(keys().rebuild) == 0
+
+
+def test_a_list_cached_between_the_read_and_the_miss_script_is_the_window_without_the_lock(monkeypatch):
+    # The plain read finds no list; a writer installs one before the miss script runs: the script
+    # answers the window itself (newest first-count messages, no header) and takes no lock.
+    install([message(seq) for seq in range(10, 22)], complete=False)
+    monkeypatch.setattr(cache, "window", lambda **_: None)
+
+    found = window_or_lock("reader-1")
+
+    assert isinstance(found, cache.CachedWindow)
+    assert (found.complete, found.length) == (False, 12)
+    assert [m["seq"] for m in found.messages] == list(range(12, 22))
+    assert found.elements[0].startswith(b'{"seq":12,')
+    assert redis().exists(keys().rebuild) == 0
+
+
+def test_a_window_count_below_one_is_refused():
+    with pytest.raises(ValueError, match="count=0"):
+        window(0)
 
 
 @pytest.mark.parametrize("refused", [False, True], ids=["installed", "refused"])

@@ -123,3 +123,24 @@ def test_a_cold_window_read_merges_the_pending_writes_whoever_rebuilds(tenant, n
     assert cold.source == "rebuild"
     assert while_another_rebuilds.source == "database"
     assert ids(cold.messages) == ids(while_another_rebuilds.messages) == [*ids(orm_messages(tenant, "c1")), pending["id"]]
+
+
+@pytest.mark.parametrize("query", ["", "?limit=2", "?limit=2&skip=1", "?limit=50&skip=4", "?role=user"], ids=str)
+def test_the_api_answers_the_same_document_from_the_cached_json_as_from_postgresql(api, tenant, varied, query, monkeypatch):
+    # A cached, unfiltered page is sent as the JSON the cache holds (no decode, no encode); the
+    # answer must be the document the serialised messages make: same members, same values, valid JSON.
+    url = f"/api/v1/conversations/c1/messages/{query}"
+    api.get(url)  # the cold read caches the list
+    cached = api.get(url)
+    monkeypatch.setattr(cache, "window_or_rebuild_lock", _redis_down)
+    down = api.get(url)
+
+    assert (cached.status_code, down.status_code) == (200, 200)
+    assert cached["Content-Type"] == down["Content-Type"] == "application/json"
+    assert (cached.json()["source"], down.json()["source"]) == ("cache", "database")
+    assert {**cached.json(), "source": None} == {**down.json(), "source": None}
+    assert all(message["conversation_id"] == "c1" for message in cached.json()["messages"])
+
+
+def _redis_down(**_: Any) -> None:
+    raise cache.CacheUnavailable("window: Connection refused")
