@@ -82,7 +82,8 @@ def _window_json(conversation_id: str, elements: list[bytes], *, source: str) ->
     tagged = b'{"conversation_id":' + encoded_id + b","
     messages = b",".join([tagged + element[1:] for element in elements])
     return renderers.EncodedJSON(
-        b'{"conversation_id":%s,"messages":[%s],"count":%d,"source":"%s"}' % (encoded_id, messages, len(elements), source.encode())
+        b'{"conversation_id":%s,"messages":[%s],"count":%d,"source":"%s"}'
+        % (encoded_id, messages, len(elements), source.encode())
     )
 
 
