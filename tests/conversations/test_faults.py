@@ -173,7 +173,23 @@ def test_a_201_message_is_in_the_window_before_any_worker_persisted_it(api, tena
 # --- 6. Degraded, not down -------------------------------------------------------------------
 
 
-def test_a_worker_killed_mid_task_redelivers_and_makes_exactly_one_row(api, tenant, worker):
+@pytest.fixture(params=["prefork", "threads"])
+def any_pool_worker(request: Any, worker_env: dict[str, str], transactional_db: Any) -> Iterator[CeleryWorker]:
+    """The test worker (a prefork pool), or a worker with a thread pool, the one the write queue runs on."""
+    if request.param == "prefork":
+        yield request.getfixturevalue("worker")
+        return
+    request.getfixturevalue("no_worker")
+    worker = CeleryWorker(env=worker_env, name="threads", pool="threads", concurrency=4)
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+
+
+def test_a_worker_killed_mid_task_redelivers_and_makes_exactly_one_row(api, tenant, any_pool_worker):
+    worker = any_pool_worker
     assert api.post("/api/v1/conversations/", {"conversation_id": "killed"}, format="json").status_code == 201
     db = connection.settings_dict
     dsn = f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} user={db['USER']} dbname={db['NAME']}"
