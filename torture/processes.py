@@ -228,14 +228,16 @@ class TcpProxy:
         self._connections: list[socket.socket] = []
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
+        self._reserved: socket.socket | None = None  # holds the port while cut
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener = self._bound()
         listener.listen(64)
         self._listener = listener
+        if self._reserved is not None:
+            self._reserved.close()
+            self._reserved = None
         self._thread = threading.Thread(target=self._accept, args=(listener,), daemon=True)
         self._thread.start()
 
@@ -269,8 +271,25 @@ class TcpProxy:
                 except OSError:
                     pass
 
-    def cut(self) -> None:
+    def _bound(self) -> socket.socket:
+        bound = socket.socket()
+        bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        bound.bind(("127.0.0.1", self.port))
+        return bound
+
+    def cut(self, *, keep_port: bool = True) -> None:
         if self._listener is not None:
+            # A socket bound without listening keeps the port while cut: connections are refused,
+            # and no outgoing connection can be given it as its own port before restore() listens.
+            if keep_port and self._reserved is None:
+                self._reserved = self._bound()
+            # shutdown() first: a close() alone leaves the socket listening until the accept()
+            # blocked on it in the proxy's thread returns, with one more connection.
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             self._listener.close()
             self._listener = None
         with self._lock:
@@ -286,7 +305,10 @@ class TcpProxy:
         self.start()
 
     def close(self) -> None:
-        self.cut()
+        self.cut(keep_port=False)
+        if self._reserved is not None:
+            self._reserved.close()
+            self._reserved = None
 
 
 class WebServer(ServiceProcess):

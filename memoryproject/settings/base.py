@@ -340,8 +340,9 @@ LOGGING = {
 }
 structlog.configure(
     processors=[
-        structlog.contextvars.merge_contextvars,
+        # First: an event below its logger's level is dropped before any work is done for it.
         structlog.stdlib.filter_by_level,
+        structlog.contextvars.merge_contextvars,
         structlog.processors.TimeStamper(fmt="iso"),
         structlog.stdlib.add_logger_name,
         structlog.stdlib.add_log_level,
