@@ -7,7 +7,6 @@ PostgreSQL and do not wait).
 """
 
 import dataclasses
-import json
 import logging
 import secrets
 import time
@@ -81,7 +80,7 @@ class Window:
     @property
     def messages(self) -> list[dict[str, Any]]:
         if self._messages is None:
-            self._messages = json.loads(b"[" + b",".join(self.elements) + b"]")
+            self._messages = cache.decode_elements(self.elements)
         return self._messages
 
 
