@@ -516,7 +516,7 @@ def snapshot(*, tenant_slug: str, conversation_id: str) -> Snapshot:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     version, pending, last_seq = _call("snapshot", tenant_slug, _scripts().snapshot, keys=[keys.state, keys.pending], args=[])
     return Snapshot(
-        version=version.decode() if isinstance(version, bytes) else str(version),
+        version=_text(version),
         pending=[json.loads(item) for item in pending],
         last_seq=int(last_seq),
     )

@@ -171,10 +171,16 @@ def append_values(data: Any) -> dict[str, Any]:
     body, and every invalid one, goes through ``AppendSerializer``, so that what is accepted and every
     error are the serializer's own. ``tests/conversations/test_validation_shortcuts.py`` holds the two
     paths to the same answers."""
-    values = _plain_append(data)
-    if values is not None:
-        return values
-    serializer = AppendSerializer(data=data)
+    return _plain_or_serialized(_plain_append(data), AppendSerializer, data)
+
+
+def _plain_or_serialized(
+    plain: dict[str, Any] | None, serializer_class: type[serializers.Serializer], data: Any
+) -> dict[str, Any]:
+    """The values read directly when they were plain, else the serializer's (or its error)."""
+    if plain is not None:
+        return plain
+    serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
@@ -299,12 +305,7 @@ def window_query_values(params: Any) -> dict[str, Any]:
     Without filters, ``limit``, ``skip`` and ``include_archived`` written plainly and within their
     bounds are read directly; any other query, and every invalid one, goes through the serializer, so
     that what is accepted and every error are its own."""
-    values = _plain_window_query(params)
-    if values is not None:
-        return values
-    query = WindowQuerySerializer(data=params)
-    query.is_valid(raise_exception=True)
-    return query.validated_data
+    return _plain_or_serialized(_plain_window_query(params), WindowQuerySerializer, params)
 
 
 WINDOW_FILTERS = ("role", "start_date", "end_date")
