@@ -12,6 +12,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 
+from tenants.managers import TenantManager, UnscopedManager
+
 slug_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,62}$",
     "A tenant slug is 1 to 63 lowercase letters, digits or hyphens, starting with a letter or digit.",
@@ -45,6 +47,43 @@ class Tenant(models.Model):
         return getattr(settings, name)
 
 
+class ProviderCredential(models.Model):
+    """A tenant's API key for one chat model provider (the chat endpoint's ``MEMORY_CHAT_MODEL``),
+    stored encrypted (``tenants.secrets``). Neither the API nor the admin ever shows it: the admin
+    shows its ``hint``, the last four characters."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="credentials", db_index=False)
+    provider = models.CharField(max_length=50, help_text="The provider of MEMORY_CHAT_MODEL, e.g. openai.")
+    encrypted_secret = models.TextField(editable=False)
+    hint = models.CharField(max_length=8, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "tenant_provider_credentials"
+        constraints = [models.UniqueConstraint(fields=["tenant", "provider"], name="provider_credential_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.hint}"
+
+    def __repr__(self) -> str:  # never the secret, not even encrypted
+        return f"<ProviderCredential {self.tenant_id}/{self.provider} {self.hint}>"
+
+    def set_secret(self, secret: str) -> None:
+        from tenants import secrets
+
+        self.encrypted_secret = secrets.encrypt(secret)
+        self.hint = secrets.hint(secret)
+
+    def secret(self) -> str:
+        from tenants import secrets
+
+        return secrets.decrypt(self.encrypted_secret)
+
+
 def validate_setting_overrides(overrides: Any) -> None:
     if not isinstance(overrides, dict):
         raise ValidationError("Tenant settings must be a JSON object of MEMORY_* names to values.")
@@ -65,6 +104,13 @@ def validate_setting_overrides(overrides: Any) -> None:
 
 
 def _validate_string_setting(name: str, value: str) -> None:
+    if name in ("MEMORY_CHAT_MODEL", "MEMORY_CHAT_BASE_URL") and value:
+        from chat import llm
+
+        try:
+            llm.parse_spec(value) if name == "MEMORY_CHAT_MODEL" else llm.validate_base_url(value)
+        except ValueError as error:
+            raise ValidationError(str(error)) from error
     if name == "MEMORY_SEARCH_MODE" and value not in ("hybrid", "semantic", "keyword"):
         raise ValidationError(f"MEMORY_SEARCH_MODE must be hybrid, semantic or keyword, not {value!r}.")
     if name == "MEMORY_EMBEDDING_MODEL" and value:

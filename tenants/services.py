@@ -8,9 +8,11 @@ import structlog
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser, Group, Permission
 from django.core.cache import cache
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from tenants.models import Tenant, TenantApiKey, TenantStaff, validate_setting_overrides
+from tenants import secrets
+from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff, validate_setting_overrides
 
 logger = structlog.get_logger(__name__)
 
@@ -38,6 +40,44 @@ def tenant_update(*, tenant: Tenant, **changes: Any) -> Tenant:
     tenant.save()
     auth_cache_forget(tenant=tenant)
     return tenant
+
+
+def provider_credential_set(*, tenant: Tenant, provider: str, secret: str) -> ProviderCredential:
+    """Store (or replace) the tenant's API key for a chat model provider, encrypted."""
+    provider, secret = provider.strip().lower(), secret.strip()
+    if not provider or not provider.replace("_", "").replace("-", "").isalnum():
+        raise ValidationError(f"{provider!r} is not a provider name (letters, digits, '-' or '_', e.g. openai).")
+    if not secret:
+        raise ValidationError("The credential is empty; give the provider's API key.")
+    credential = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider).first()
+    credential = credential or ProviderCredential(tenant=tenant, provider=provider)
+    credential.set_secret(secret)
+    credential.save()
+    logger.info("provider_credential_set", tenant=tenant.slug, provider=provider, hint=credential.hint)
+    return credential
+
+
+def provider_credential_delete(*, tenant: Tenant, provider: str) -> bool:
+    deleted, _ = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider.strip().lower()).delete()
+    if deleted:
+        logger.info("provider_credential_deleted", tenant=tenant.slug, provider=provider)
+    return bool(deleted)
+
+
+def provider_credential_secret(*, tenant: Tenant, provider: str) -> str | None:
+    """The decrypted credential, for the one caller that hands it to the provider (``chat.llm``)."""
+    credential = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider).first()
+    return credential.secret() if credential is not None else None
+
+
+def provider_credentials_rotate() -> int:
+    """Encrypt every stored credential again with the first of MEMORY_CREDENTIAL_KEYS."""
+    count = 0
+    for credential in ProviderCredential.unscoped.all():  # every tenant: a deployment-wide key change
+        credential.encrypted_secret = secrets.rotate(credential.encrypted_secret)
+        credential.save(update_fields=["encrypted_secret", "updated_at"])
+        count += 1
+    return count
 
 
 def api_key_create(*, tenant: Tenant, name: str, expiry_date: datetime | None = None) -> tuple[TenantApiKey, str]:

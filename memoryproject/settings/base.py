@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "search",
     "summaries",
     "facts",
+    "chat",
 ]
 
 # Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
@@ -285,6 +286,23 @@ MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="")
 MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=6_000)
 MEMORY_RATE_WINDOW = env.int("MEMORY_RATE_WINDOW", default=60)
 
+# The chat endpoint (chat/): its model as init_chat_model's "provider:model" ("" = none: the endpoint
+# answers 503 naming this setting), an OpenAI-compatible server's base URL, and seed 000's defaults
+# (MAX_TOKENS_PER_REQUEST). MEMORY_CHAT_TIMEOUT bounds the whole model call, in seconds.
+MEMORY_CHAT_MODEL = env.str("MEMORY_CHAT_MODEL", default="")
+MEMORY_CHAT_BASE_URL = env.str("MEMORY_CHAT_BASE_URL", default="")
+MEMORY_CHAT_TEMPERATURE = env.float("MEMORY_CHAT_TEMPERATURE", default=0.7)
+MEMORY_CHAT_MAX_TOKENS = env.int("MEMORY_CHAT_MAX_TOKENS", default=2048)
+MEMORY_CHAT_TIMEOUT = env.float("MEMORY_CHAT_TIMEOUT", default=60.0)
+MEMORY_CHAT_MAX_RETRIES = env.int("MEMORY_CHAT_MAX_RETRIES", default=1)
+# Providers of the deployment's own beyond init_chat_model's: name -> "dotted.module:factory", the
+# factory called with the keyword arguments model, temperature, max_tokens, timeout, max_retries and,
+# when set, base_url and api_key.
+MEMORY_CHAT_PROVIDERS = env.dict("MEMORY_CHAT_PROVIDERS", default={})
+# Fernet keys (comma-separated; the first encrypts, all decrypt, so a new key can be rotated in) of
+# the providers' credentials stored per tenant. Unset: one key derived from SECRET_KEY.
+MEMORY_CREDENTIAL_KEYS = env.list("MEMORY_CREDENTIAL_KEYS", default=[])
+
 # Overridable per tenant through Tenant.settings (validated against this list).
 MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_TTL_STANDARD",
@@ -310,6 +328,12 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_RETENTION_DAYS",
     "MEMORY_RATE_LIMIT",
     "MEMORY_RATE_WINDOW",
+    "MEMORY_CHAT_MODEL",
+    "MEMORY_CHAT_BASE_URL",
+    "MEMORY_CHAT_TEMPERATURE",
+    "MEMORY_CHAT_MAX_TOKENS",
+    "MEMORY_CHAT_TIMEOUT",
+    "MEMORY_CHAT_MAX_RETRIES",
 )
 
 # --- Logging: structured (structlog), one JSON object a line --------------------------------------

@@ -38,3 +38,6 @@ MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=1_000_000)
 
 # The metrics endpoint answers the tests that send this token.
 MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="test-metrics-token")
+
+# The chat endpoint's tests name langchain-core's fake chat models as the provider "fake".
+MEMORY_CHAT_PROVIDERS = {"fake": "tests.chat.fakes:chat_model"}

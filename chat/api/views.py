@@ -1,0 +1,58 @@
+"""``POST /api/v1/conversations/{conversation_id}/chat/``: the memory-aware chat loop (``chat.services``)."""
+
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from chat import services
+from chat.api import serializers
+from conversations.api.views import TenantAPIView, _new_conversation_id
+
+EVENT_STREAM = "text/event-stream"
+
+
+class ChatView(TenantAPIView):
+    @extend_schema(
+        request=serializers.ChatInSerializer,
+        responses={
+            201: serializers.ChatOutSerializer,
+            200: OpenApiResponse(
+                serializers.ChatOutSerializer,
+                description="The message_id was sent before and answered: the stored pair, the model not asked again. "
+                "With stream (or Accept: text/event-stream): server-sent events start, token..., done (or error).",
+            ),
+        },
+        description="Seed 000/002/003's agent loop: store the user's message, build its context (recent turns, summary "
+        "and, with use_memory, long-term memory), ask the tenant's chat model, store its answer and update the memory "
+        "document. The model failing is 502 model_error, timing out 504 model_timeout (the user's message stays "
+        "stored); no model configured is 503 chat_model_not_configured.",
+    )
+    def post(self, request: Request, conversation_id: str) -> Any:
+        conversation_id = _new_conversation_id(conversation_id)
+        serializer = serializers.ChatInSerializer(data=request.data, context={"tenant": self.tenant})
+        serializer.is_valid(raise_exception=True)
+        values = serializer.validated_data
+        chat = services.ChatInput(
+            content=values["content"],
+            system_prompt=values.get("system_prompt") or None,
+            model=values.get("model"),
+            temperature=values.get("temperature"),
+            max_tokens=values.get("max_tokens"),
+            use_memory=values.get("use_memory"),
+            message_id=str(values["message_id"]) if values.get("message_id") else None,
+            user_id=values["user_id"],
+            agent_id=values["agent_id"],
+            metadata=values["metadata"],
+        )
+        turn = services.chat_begin(tenant=self.tenant, conversation_id=conversation_id, chat=chat)
+        if values["stream"] or EVENT_STREAM in request.headers.get("Accept", ""):
+            response = StreamingHttpResponse(services.chat_stream(turn), content_type=EVENT_STREAM)
+            response["Cache-Control"] = "no-cache"
+            response["X-Accel-Buffering"] = "no"  # a proxy in front must pass each event on at once
+            return response
+        answer = services.chat_complete(turn)
+        return Response(answer, status=status.HTTP_200_OK if answer["replayed"] else status.HTTP_201_CREATED)

@@ -1,0 +1,201 @@
+"""A tenant's chat model (seed 000: ``DEFAULT_MODEL``, ``MAX_TOKENS_PER_REQUEST``), built by LangChain.
+
+The tenant's settings (``Tenant.settings`` overrides, else the deployment's) choose it:
+
+* ``MEMORY_CHAT_MODEL``: ``"provider:model"`` as LangChain's ``init_chat_model`` reads it
+  (``openai:gpt-4o-mini``, ``anthropic:claude-sonnet-4-5``, ``ollama:llama3.1:8b``), or a provider
+  the deployment registered in ``MEMORY_CHAT_PROVIDERS`` (name -> ``"dotted.module:factory"``).
+  Empty: no model, and the chat endpoint answers 503 naming the setting.
+* ``MEMORY_CHAT_BASE_URL``: the server to call instead of the provider's own, e.g. any
+  OpenAI-compatible server (vLLM, llama.cpp, LM Studio, a gateway) with ``openai:<its model>``.
+* ``MEMORY_CHAT_TEMPERATURE``, ``MEMORY_CHAT_MAX_TOKENS``: defaults a request may override (the
+  request's ``max_tokens`` up to the setting); ``MEMORY_CHAT_TIMEOUT``, ``MEMORY_CHAT_MAX_RETRIES``:
+  the client's bounds.
+* The API key is the tenant's ``ProviderCredential`` for the provider, decrypted here and handed to
+  the model only. Without one the integration reads its own environment variable
+  (``OPENAI_API_KEY``...); with a base URL and neither, a placeholder, which local servers ignore.
+
+A request may name another model of the same provider (``model``); it cannot change the provider,
+the server or the credentials.
+"""
+
+import importlib
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import structlog
+from django.conf import settings
+from langchain_core.language_models import BaseChatModel
+
+from conversations.exceptions import ServiceUnavailable
+from tenants.models import Tenant
+from tenants.secrets import SecretUnreadable
+from tenants.services import provider_credential_secret
+
+logger = structlog.get_logger(__name__)
+
+MODEL_NAME = re.compile(r"^[\w.:/@+-]{1,200}$")
+# What a server that ignores the key gets when none is configured (the OpenAI client refuses none).
+PLACEHOLDER_API_KEY = "unused"
+# Each provider's environment variable for its key, where the integration reads one.
+KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "mistralai": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "google_genai": "GOOGLE_API_KEY",
+}
+
+
+class ChatModelNotConfigured(ServiceUnavailable):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retry_after=60, code="chat_model_not_configured")
+
+
+class ChatModelUnavailable(ServiceUnavailable):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retry_after=60, code="chat_model_unavailable")
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    provider: str
+    model: str
+    base_url: str
+    temperature: float
+    max_tokens: int
+    timeout: float
+    max_retries: int
+
+    @property
+    def spec(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+def init_chat_model_providers() -> frozenset[str]:
+    """The providers ``init_chat_model`` knows (its integration may still need installing)."""
+    from langchain.chat_models import base
+
+    return frozenset(getattr(base, "_BUILTIN_PROVIDERS", ()))
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """(provider, model) of ``"provider:model"``, or ValueError saying what a spec looks like."""
+    provider, _, model = spec.strip().partition(":")
+    provider = provider.strip().lower().replace("-", "_")
+    known = set(settings.MEMORY_CHAT_PROVIDERS) | init_chat_model_providers()
+    if not provider or not model.strip():
+        raise ValueError(
+            f"MEMORY_CHAT_MODEL={spec!r} names no model: use 'provider:model', e.g. 'openai:gpt-4o-mini' "
+            "(with MEMORY_CHAT_BASE_URL for an OpenAI-compatible server)."
+        )
+    if provider not in known:
+        raise ValueError(
+            f"MEMORY_CHAT_MODEL={spec!r}: unknown provider {provider!r}; the providers are {', '.join(sorted(known))}."
+        )
+    if not MODEL_NAME.match(model.strip()):
+        raise ValueError(f"MEMORY_CHAT_MODEL={spec!r}: a model name is 1 to 200 letters, digits and . : / @ + - _")
+    return provider, model.strip()
+
+
+def validate_base_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"MEMORY_CHAT_BASE_URL={url!r} is not an http(s) URL, e.g. http://127.0.0.1:8001/v1.")
+    return url
+
+
+def chat_settings(
+    tenant: Tenant, *, model: str | None = None, temperature: float | None = None, max_tokens: int | None = None
+) -> ChatSettings:
+    """The tenant's model settings with a request's choices; 503 when no model is configured."""
+    spec = str(tenant.setting("MEMORY_CHAT_MODEL") or "").strip()
+    if not spec:
+        raise ChatModelNotConfigured(
+            f"No chat model is configured for tenant {tenant.slug}: set MEMORY_CHAT_MODEL (e.g. 'openai:gpt-4o-mini') "
+            "in the deployment's environment or in the tenant's settings."
+        )
+    try:
+        provider, configured_model = parse_spec(spec)
+    except ValueError as error:
+        raise ChatModelNotConfigured(str(error)) from error
+    ceiling = int(tenant.setting("MEMORY_CHAT_MAX_TOKENS"))
+    return ChatSettings(
+        provider=provider,
+        model=model or configured_model,
+        base_url=str(tenant.setting("MEMORY_CHAT_BASE_URL") or "").strip(),
+        temperature=float(tenant.setting("MEMORY_CHAT_TEMPERATURE") if temperature is None else temperature),
+        max_tokens=min(max_tokens, ceiling) if max_tokens else ceiling,
+        timeout=float(tenant.setting("MEMORY_CHAT_TIMEOUT")),
+        max_retries=int(tenant.setting("MEMORY_CHAT_MAX_RETRIES")),
+    )
+
+
+def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
+    """The LangChain chat model ``chosen`` names, with the tenant's credential; 503 when it cannot be built."""
+    try:
+        api_key = provider_credential_secret(tenant=tenant, provider=chosen.provider)
+    except SecretUnreadable as error:
+        raise ChatModelUnavailable(f"The {chosen.provider} credential of tenant {tenant.slug} is unreadable: {error}") from error
+    if api_key is None and chosen.base_url and not os.environ.get(KEY_VARIABLES.get(chosen.provider, ""), ""):
+        api_key = PLACEHOLDER_API_KEY
+    arguments: dict[str, Any] = {
+        "temperature": chosen.temperature,
+        "max_tokens": chosen.max_tokens,
+        "timeout": chosen.timeout,
+        "max_retries": chosen.max_retries,
+    }
+    if chosen.base_url:
+        arguments["base_url"] = chosen.base_url
+    if api_key is not None:
+        arguments["api_key"] = api_key
+    try:
+        if chosen.provider in settings.MEMORY_CHAT_PROVIDERS:
+            model = _factory(chosen.provider)(model=chosen.model, **arguments)
+        else:
+            from langchain.chat_models import init_chat_model
+
+            model = init_chat_model(chosen.model, model_provider=chosen.provider, **_provider_arguments(chosen, arguments))
+    except ChatModelUnavailable:
+        raise
+    except ImportError as error:
+        raise ChatModelUnavailable(
+            f"The provider {chosen.provider} of MEMORY_CHAT_MODEL needs its LangChain integration, which is not "
+            f"installed ({error}); pip install langchain-{chosen.provider.replace('_', '-')}."
+        ) from error
+    except Exception as error:  # the integration refused its arguments: most often a missing API key
+        variable = KEY_VARIABLES.get(chosen.provider)
+        hint = f" or {variable}" if variable else ""
+        raise ChatModelUnavailable(
+            f"The {chosen.spec} model cannot be set up: {error}. Store the tenant's credential (manage.py "
+            f"provider_credential --tenant {tenant.slug} --provider {chosen.provider}){hint}."
+        ) from error
+    if not isinstance(model, BaseChatModel):
+        raise ChatModelUnavailable(f"The provider {chosen.provider} gave a {type(model).__name__}, not a LangChain chat model.")
+    return model
+
+
+def _provider_arguments(chosen: ChatSettings, arguments: dict[str, Any]) -> dict[str, Any]:
+    if chosen.provider == "openai":
+        return arguments | {"stream_usage": True}  # token usage on streamed answers too
+    if chosen.provider == "ollama":  # its names for the output bound and the client's timeout
+        ollama = {
+            key: value for key, value in arguments.items() if key not in ("max_tokens", "timeout", "max_retries", "api_key")
+        }
+        return ollama | {"num_predict": chosen.max_tokens, "client_kwargs": {"timeout": chosen.timeout}}
+    return arguments
+
+
+def _factory(provider: str) -> Any:
+    target = settings.MEMORY_CHAT_PROVIDERS[provider]
+    module_name, _, attribute = target.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute, None)
+    except ImportError as error:
+        raise ChatModelUnavailable(f"MEMORY_CHAT_PROVIDERS[{provider!r}]={target!r} cannot be imported: {error}") from error
+    if not callable(factory):
+        raise ChatModelUnavailable(f"MEMORY_CHAT_PROVIDERS[{provider!r}]={target!r} names no factory.")
+    return factory
