@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import structlog
 from django.conf import settings
+from django.db import DatabaseError
 from langchain_core.language_models import BaseChatModel
 
 from conversations.exceptions import ServiceUnavailable
@@ -140,6 +141,10 @@ def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
         api_key = provider_credential_secret(tenant=tenant, provider=chosen.provider)
     except SecretUnreadable as error:
         raise ChatModelUnavailable(f"The {chosen.provider} credential of tenant {tenant.slug} is unreadable: {error}") from error
+    except DatabaseError as error:
+        raise ChatModelUnavailable(
+            f"The {chosen.provider} credential of tenant {tenant.slug} cannot be read: neither the cache nor PostgreSQL answers."
+        ) from error
     if api_key is None and chosen.base_url and not os.environ.get(KEY_VARIABLES.get(chosen.provider, ""), ""):
         api_key = PLACEHOLDER_API_KEY
     arguments: dict[str, Any] = {

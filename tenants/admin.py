@@ -1,13 +1,19 @@
-"""The operators' admin for tenants and API keys, and the scoping every tenant-owned admin shares.
+"""The operators' admin for tenants, API keys and provider credentials, and the scoping every
+tenant-owned admin shares.
 
 A staff user bound to a tenant (``TenantStaff``) sees and acts on that tenant only: lists, pages by
 URL (another tenant's object is a 404), actions, autocomplete and exports all start from
 ``get_queryset``, which is scoped. Superusers see every tenant and get a tenant filter. A staff user
 bound to no tenant sees nothing. Every action is written to the admin log.
+
+A provider credential is write-only: its form takes a new secret and stores it encrypted; no page
+shows the secret or its encrypted value, only its hint (the last four characters).
 """
 
+import re
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,7 +25,7 @@ from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
 from tenants import services
-from tenants.models import Tenant, TenantApiKey, TenantStaff
+from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff
 
 
 def staff_tenant(user: AbstractBaseUser) -> Tenant | None:
@@ -110,8 +116,8 @@ class TenantAdmin(TenantScopedAdmin):
     list_filter = ("active",)
     ordering = ("slug",)
     search_fields = ("slug", "name")
-    readonly_fields = ("effective_settings", "created_at")
-    fields = ("slug", "name", "active", "settings", "effective_settings", "created_at")
+    readonly_fields = ("effective_settings", "provider_credentials", "created_at")
+    fields = ("slug", "name", "active", "settings", "effective_settings", "provider_credentials", "created_at")
     actions = ("rebuild_cache",)
 
     def scoped_queryset(self, tenant: Tenant) -> QuerySet:
@@ -152,6 +158,16 @@ class TenantAdmin(TenantScopedAdmin):
             '<table class="memory-settings"><thead><tr><th>Setting</th><th>Value</th><th></th></tr></thead>'
             "<tbody>{}</tbody></table>",
             format_html_join("", "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>", rows),
+        )
+
+    @admin.display(description="Provider credentials")
+    def provider_credentials(self, tenant: Tenant) -> str:
+        credentials = ProviderCredential.objects.for_tenant(tenant).order_by("provider") if tenant.pk else []
+        if not credentials:
+            return "None stored."
+        return format_html(
+            '<ul class="memory-credentials">{}</ul>',
+            format_html_join("", "<li><code>{}</code> {}</li>", ((c.provider, c.hint) for c in credentials)),
         )
 
     def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
@@ -209,6 +225,85 @@ class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
             revoked += 1
         noun = "API key" if revoked == 1 else "API keys"
         self.message_user(request, f"Revoked {revoked} {noun}; requests with them are refused from now on.", messages.SUCCESS)
+
+
+PROVIDER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+class ProviderCredentialForm(forms.ModelForm):
+    """Takes a new secret and never shows the stored one: blank on change keeps it."""
+
+    secret = forms.CharField(
+        label="API key",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        required=False,
+    )
+
+    class Meta:
+        model = ProviderCredential
+        fields = ("tenant", "provider")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        secret = self.fields["secret"]
+        if self.instance.pk is None:
+            secret.required = True
+            secret.help_text = "The provider's API key; stored encrypted and never shown again."
+        else:
+            secret.help_text = f"A new API key replaces the stored one ({self.instance.hint}); leave blank to keep it."
+
+    def clean_provider(self) -> str:
+        provider = self.cleaned_data["provider"].strip().lower()
+        if not PROVIDER_NAME.match(provider):
+            raise forms.ValidationError(
+                "A provider is a lowercase name of letters, digits, '-' or '_', as in MEMORY_CHAT_MODEL (e.g. openai)."
+            )
+        return provider
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        tenant = cleaned.get("tenant") or (self.instance.tenant if self.instance.tenant_id else None)
+        provider = cleaned.get("provider")
+        if tenant is not None and provider:
+            taken = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider).exclude(pk=self.instance.pk)
+            if taken.exists():
+                self.add_error(
+                    "provider", f"{tenant.slug} already has a {provider} credential; change that one to replace its key."
+                )
+        return cleaned
+
+    def _get_validation_exclusions(self) -> set[str]:
+        # The model's unique constraint would be checked through the default manager, which refuses a
+        # query without a tenant; clean() checks the (tenant, provider) pair within the tenant instead.
+        return {*super()._get_validation_exclusions(), "tenant"}
+
+    def save(self, commit: bool = True) -> ProviderCredential:
+        secret = self.cleaned_data.get("secret")
+        if secret:
+            self.instance.set_secret(secret)  # the encrypted value and the hint; the secret itself is not kept
+        return super().save(commit)
+
+
+@admin.register(ProviderCredential)
+class ProviderCredentialAdmin(TenantScopedAdmin):
+    """A tenant's API keys for chat model providers; write-only, shown by their hint."""
+
+    form = ProviderCredentialForm
+    list_display = ("tenant", "provider", "hint", "updated_at")
+    list_display_links = ("provider",)
+    list_select_related = ("tenant",)
+    search_fields = ("provider",)
+    ordering = ("tenant__slug", "provider")
+
+    def get_fields(self, request: HttpRequest, obj: Model | None = None) -> list:
+        if obj is None:
+            return ["tenant", "provider", "secret"]
+        return ["tenant", "provider", "secret", "hint", "created_at", "updated_at"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list:
+        if obj is None:
+            return []
+        return ["tenant", "hint", "created_at", "updated_at"]  # a credential stays with its tenant
 
 
 @admin.register(TenantStaff)

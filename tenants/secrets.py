@@ -48,7 +48,13 @@ def decrypt(token: str) -> str:
 
 def rotate(token: str) -> str:
     """The same secret encrypted with the first key."""
-    return _fernet().rotate(token.encode()).decode()
+    try:
+        return _fernet().rotate(token.encode()).decode()
+    except InvalidToken as error:
+        raise SecretUnreadable(
+            "A stored credential cannot be decrypted with any of MEMORY_CREDENTIAL_KEYS: keep the key it was "
+            "encrypted with in the list (after the new one) until the rotation is done."
+        ) from error
 
 
 def hint(secret: str) -> str:

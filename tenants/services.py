@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Any
 
 import structlog
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractUser, Group, Permission
 from django.core.cache import cache
@@ -17,6 +18,7 @@ from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff
 logger = structlog.get_logger(__name__)
 
 AUTH_CACHE_PREFIX = "auth:apikey:"
+CREDENTIAL_CACHE_PREFIX = "auth:credential:"
 
 
 def auth_cache_key(prefix: str) -> str:
@@ -65,9 +67,36 @@ def provider_credential_delete(*, tenant: Tenant, provider: str) -> bool:
 
 
 def provider_credential_secret(*, tenant: Tenant, provider: str) -> str | None:
-    """The decrypted credential, for the one caller that hands it to the provider (``chat.llm``)."""
-    credential = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider).first()
-    return credential.secret() if credential is not None else None
+    """The decrypted credential, for the one caller that hands it to the provider (``chat.llm``).
+
+    Its encrypted form is cached in Redis beside the key records (``MEMORY_AUTH_CACHE_TTL``), so a
+    chat needs no PostgreSQL round trip and goes on while PostgreSQL is down (DESIGN.md 5.6); the
+    secret is decrypted here only, never cached in the clear. DatabaseError when neither answers.
+    """
+    cache_key = credential_cache_key(tenant_id=tenant.pk, provider=provider)
+    try:
+        cached = cache.get(cache_key)
+    except Exception as error:  # Redis down: PostgreSQL alone
+        logger.warning("credential_cache_unavailable", error=str(error))
+        cached = None
+    if cached is None:
+        credential = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider).first()
+        cached = {"encrypted": credential.encrypted_secret if credential is not None else None}
+        try:
+            cache.set(cache_key, cached, timeout=settings.MEMORY_AUTH_CACHE_TTL)
+        except Exception as error:
+            logger.warning("credential_cache_unavailable", error=str(error))
+    return secrets.decrypt(cached["encrypted"]) if cached["encrypted"] else None
+
+
+def credential_cache_key(*, tenant_id: int, provider: str) -> str:
+    return f"{CREDENTIAL_CACHE_PREFIX}{tenant_id}:{provider}"
+
+
+def provider_credential_forget(*, instance: ProviderCredential, **_: object) -> None:
+    """After a credential is saved or deleted, however (service, admin, cascade), its cached form goes
+    (connected to ``post_save`` and ``post_delete`` in ``apps``)."""
+    cache.delete(credential_cache_key(tenant_id=instance.tenant_id, provider=instance.provider))
 
 
 def provider_credentials_rotate() -> int:
@@ -116,7 +145,18 @@ OPERATOR_GROUP = "Tenant operators"
 # What an operator of one tenant may do in the admin; the admin narrows every one of them to the
 # operator's tenant. Message history has no change permission: it is read-only for everyone.
 OPERATOR_PERMISSIONS = {
-    "tenants": ["view_tenant", "change_tenant", "view_tenantapikey", "add_tenantapikey", "change_tenantapikey"],
+    "tenants": [
+        "view_tenant",
+        "change_tenant",
+        "view_tenantapikey",
+        "add_tenantapikey",
+        "change_tenantapikey",
+        # Their tenant's chat model credentials, entered write-only (the admin never shows one).
+        "view_providercredential",
+        "add_providercredential",
+        "change_providercredential",
+        "delete_providercredential",
+    ],
     "conversations": [
         "view_conversation",
         "change_conversation",

@@ -91,3 +91,13 @@ class ChatOutSerializer(serializers.Serializer):
     context = serializers.DictField(allow_null=True, help_text="The built context's figures (tokens, turns, summary).")
     memory_updated = serializers.BooleanField()
     replayed = serializers.BooleanField(help_text="The message was sent before and already answered: nothing new was stored.")
+
+
+class ChatEventSerializer(serializers.Serializer):
+    """One server-sent event of a streamed answer (``event:`` and ``data:`` lines)."""
+
+    event = serializers.ChoiceField(choices=["start", "token", "done", "error"])
+    data = serializers.CharField(
+        help_text="JSON. start: the stored user message and the context used; token: {text}; done: the whole answer, "
+        "as the 201 body; error: {error: {code, message, details}}."
+    )

@@ -20,10 +20,14 @@ class ChatView(TenantAPIView):
         request=serializers.ChatInSerializer,
         responses={
             201: serializers.ChatOutSerializer,
-            200: OpenApiResponse(
+            (200, "application/json"): OpenApiResponse(
                 serializers.ChatOutSerializer,
-                description="The message_id was sent before and answered: the stored pair, the model not asked again. "
-                "With stream (or Accept: text/event-stream): server-sent events start, token..., done (or error).",
+                description="The message_id was sent before and answered: the stored pair, the model not asked again.",
+            ),
+            (200, EVENT_STREAM): OpenApiResponse(
+                serializers.ChatEventSerializer,
+                description="With stream (or Accept: text/event-stream): server-sent events, start, then token for each "
+                "piece of the answer, then done or error.",
             ),
         },
         description="Seed 000/002/003's agent loop: store the user's message, build its context (recent turns, summary "

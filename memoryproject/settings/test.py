@@ -39,5 +39,7 @@ MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=1_000_000)
 # The metrics endpoint answers the tests that send this token.
 MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="test-metrics-token")
 
-# The chat endpoint's tests name langchain-core's fake chat models as the provider "fake".
+# The chat endpoint's provider in the tests: langchain-core's fake chat models (tests/chat/fakes.py),
+# every tenant's model unless it sets its own ("" in a tenant's settings: none).
 MEMORY_CHAT_PROVIDERS = {"fake": "tests.chat.fakes:chat_model"}
+MEMORY_CHAT_MODEL = env.str("MEMORY_CHAT_MODEL", default="fake:echo")

@@ -7,9 +7,9 @@ what the model was built with and given, whichever process served the request. T
 the behaviour:
 
 * ``echo`` (or any other name): answers ``[<name>] You said: <message>. I was given <n> earlier messages.``
-* ``fail``: raises at once; ``break``: fails after a few streamed chunks;
-* ``slow``: answers after ``SLOW_SECONDS`` (longer than the tests' timeout);
-* ``drip``: a long answer, ``DRIP_SECONDS`` a character (a stream a client can leave in the middle).
+* ``failing-model``: raises at once; ``breaking-model``: fails after a few streamed chunks;
+* ``slow-model``: answers after ``SLOW_SECONDS`` (longer than the tests' timeout);
+* ``dripping-model``: a long answer, ``DRIP_SECONDS`` a character (a stream a client can leave in the middle).
 """
 
 import json
@@ -51,14 +51,14 @@ class RecordingFakeChatModel(FakeListChatModel):
                 }
             ),
         )
-        if self.model_name == "fail":
+        if self.model_name == "failing-model":
             raise RuntimeError("the fake provider is failing")
-        if self.model_name == "slow":
+        if self.model_name == "slow-model":
             time.sleep(SLOW_SECONDS)
-        if self.model_name == "drip":
+        if self.model_name == "dripping-model":
             self.responses, self.sleep = [DRIP_ANSWER], DRIP_SECONDS
             return
-        if self.model_name == "break":
+        if self.model_name == "breaking-model":
             self.error_on_chunk_number = 5
         earlier = [message for message in messages[:-1] if message.type != "system"]
         self.responses = [f"[{self.model_name}] You said: {messages[-1].text}. I was given {len(earlier)} earlier messages."]

@@ -80,8 +80,9 @@ def test_later_turns_give_the_model_the_earlier_ones(chat_api: Any) -> None:
     ]
 
 
-def test_no_model_configured_is_a_503_naming_the_setting_and_stores_nothing(api: Any, tenant: Any) -> None:
-    response = api.post(URL.format("c3"), {"content": "Hello"}, format="json")
+def test_no_model_configured_is_a_503_naming_the_setting_and_stores_nothing(tenant: Any) -> None:
+    configure(tenant, MEMORY_CHAT_MODEL="")
+    response = client_for(tenant).post(URL.format("c3"), {"content": "Hello"}, format="json")
 
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "chat_model_not_configured"
@@ -92,12 +93,14 @@ def test_no_model_configured_is_a_503_naming_the_setting_and_stores_nothing(api:
 
 def test_a_failing_model_is_a_502_and_leaves_the_user_message_alone(chat_api: Any, tenant: Any) -> None:
     message_id = str(uuid.uuid4())
-    response = chat_api.post(URL.format("c4"), {"content": "Hello", "model": "fail", "message_id": message_id}, format="json")
+    response = chat_api.post(
+        URL.format("c4"), {"content": "Hello", "model": "failing-model", "message_id": message_id}, format="json"
+    )
 
     assert response.status_code == 502
     error = response.json()["error"]
     assert error["code"] == "model_error"
-    assert "fake:fail" in error["message"]
+    assert "fake:failing-model" in error["message"]
     assert error["details"]["user_message_id"] == message_id
     assert [(m["id"], m["role"]) for m in stored(tenant, "c4")] == [(message_id, "user")]
 
@@ -109,7 +112,7 @@ def test_a_failing_model_is_a_502_and_leaves_the_user_message_alone(chat_api: An
 
 @override_settings(MEMORY_CHAT_TIMEOUT=0.5)
 def test_a_slow_model_is_a_504(chat_api: Any, tenant: Any) -> None:
-    response = chat_api.post(URL.format("c5"), {"content": "Hello", "model": "slow"}, format="json")
+    response = chat_api.post(URL.format("c5"), {"content": "Hello", "model": "slow-model"}, format="json")
 
     assert response.status_code == 504
     assert response.json()["error"]["code"] == "model_timeout"
@@ -158,6 +161,40 @@ def test_streaming_sends_tokens_then_the_stored_answer(chat_api: Any, tenant: An
     done = events[-1][1]
     assert text == done["assistant_message"]["content"] == "[echo] You said: Stream it. I was given 0 earlier messages."
     assert [m["content"] for m in stored(tenant, "c8")] == ["Stream it", text]
+
+
+def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_and_stores_no_answer(chat_api: Any, tenant: Any) -> None:
+    response = chat_api.post(URL.format("c9"), {"content": "Go", "model": "breaking-model", "stream": True}, format="json")
+
+    events = parse_events(b"".join(response.streaming_content))
+    assert [name for name, _ in events] == ["start", *["token"] * 5, "error"]
+    assert events[-1][1]["error"]["code"] == "model_error"
+    assert [m["role"] for m in stored(tenant, "c9")] == ["user"]
+
+
+def test_bad_input_is_a_400_naming_the_field_and_stores_nothing(chat_api: Any, tenant: Any) -> None:
+    for body, field in (
+        ({}, "content"),
+        ({"content": "   "}, "content"),
+        ({"content": "Hi", "temperature": 3}, "temperature"),
+        ({"content": "Hi", "max_tokens": 10**6}, "max_tokens"),
+        ({"content": "Hi", "model": "no spaces allowed"}, "model"),
+        ({"content": "Hi", "message_id": "not-a-uuid"}, "message_id"),
+    ):
+        response = chat_api.post(URL.format("c10"), body, format="json")
+        assert response.status_code == 400, body
+        assert field in response.json()["error"]["message"], response.json()
+    assert stored(tenant, "c10") == []
+    assert fakes.calls() == []
+
+
+def test_a_tenant_setting_that_names_no_known_provider_is_refused(tenant: Any) -> None:
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="unknown provider 'nosuch'"):
+        configure(tenant, MEMORY_CHAT_MODEL="nosuch:model")
+    with pytest.raises(ValidationError, match="not an http"):
+        configure(tenant, MEMORY_CHAT_BASE_URL="ftp://example.com")
 
 
 def parse_events(raw: bytes) -> list[tuple[str, Any]]:

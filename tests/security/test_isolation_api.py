@@ -37,6 +37,8 @@ api:message-list                     DELETE   404     not found, nothing cleared
 api:conversation-window              GET      404     not found
 api:conversation-context             POST     404     not found (with memory and checkpoint asked for)
 api:message-detail                   GET      404     not found
+chat:conversation-chat               POST     201     acme's own conversation of that id; the model gets
+                                                      none of globex's history, memory or facts
 api:user-detail                      DELETE   200     acme's user of that id erased: every count 0
 api:status                           GET      200     deployment-wide figures; no tenant data
 checkpoints:checkpoint-list          GET      404     not found
@@ -268,6 +270,8 @@ def tenant_world(tenant: Tenant, *, number: int, message_ids: list[str] | None =
         error=marks["dead letter"],
         attempts=5,
     )
+    # The key of the tenant's chat model provider: no API shows it, and each admin shows its own only.
+    tenant_services.provider_credential_set(tenant=tenant, provider="openai", secret=f"{secret}-provider-credential")
     operator = tenant_services.operator_create(tenant=tenant, username=f"{tenant.slug}-operator", password=OPERATOR_PASSWORD)
     world.names["operator"] = operator.username
     for index, prefix in enumerate(TenantApiKey.objects.filter(tenant=tenant).values_list("prefix", flat=True)):
@@ -501,6 +505,18 @@ RULES: dict[tuple[str, str], Rule] = {
         404, body=lambda world: {"query": f"what about the {world.search_words}?", "use_memory": True, "checkpoint_namespace": ""}
     ),
     ("api:message-detail", "GET"): NOT_FOUND,
+    ("chat:conversation-chat", "POST"): Rule(
+        201,
+        body=lambda world: {"content": f"Remember the {world.search_words}?", "use_memory": True},
+        answer=lambda body, world: (
+            body["history"]["messages"] == 0 and "given 0 earlier messages" in body["assistant_message"]["content"]
+        ),
+        creates=lambda tenant, world: (
+            Message.objects.for_tenant(tenant)
+            .filter(conversation__conversation_id=world.conversation_id, role="assistant")
+            .exists()
+        ),
+    ),
     ("api:user-detail", "DELETE"): Rule(200, answer=_nothing_erased),
     ("api:status", "GET"): Rule(200),
     ("checkpoints:checkpoint-list", "GET"): NOT_FOUND,
