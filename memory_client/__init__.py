@@ -1,7 +1,7 @@
 """Client of the conversation memory service, for agents: no Django needed.
 
 * :mod:`memory_client.http`: :class:`MemoryClient`, the REST API (messages, window, context,
-  checkpoints), sync and async, with bounded retries; :class:`MemoryServiceError` and
+  the chat loop, checkpoints), sync and async, with bounded retries; :class:`MemoryServiceError` and
   :class:`NotFound` for the service's errors.
 * :mod:`memory_client.messages`: how LangChain messages are stored and read back without loss.
 * :mod:`memory_client.langchain`: ``ServiceChatMessageHistory`` for ``RunnableWithMessageHistory``.

@@ -15,7 +15,9 @@ Contract:
   dropped connection and a timeout are retried up to ``retries`` times, with exponential backoff.
   Every call is safe to repeat: each appended message gets its UUID ``id`` on the client before the
   first attempt (the service answers a resend with the same id and content with the stored message),
-  a checkpoint is put under its own id, writes are keyed by task and index, deletes are idempotent.
+  a checkpoint is put under its own id, writes are keyed by task and index, deletes are idempotent,
+  a chat turn's message gets its ``message_id`` first too. A 503 saying the tenant has no usable chat
+  model (``PERMANENT_UNAVAILABLE``) is raised at once: no retry changes it.
 * Appends are sent in batches of at most ``MAX_BATCH`` messages, in order.
 * The async methods (``a`` prefix) use an ``httpx.AsyncClient`` created on first use, one per event
   loop, so a client may serve several ``asyncio.run`` calls.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 import uuid
@@ -41,6 +44,10 @@ MAX_BATCH: Final = 100
 RETRY_AFTER_CAP: Final = 5.0
 BACKOFF_BASE: Final = 0.25
 BACKOFF_CAP: Final = 4.0
+# A chat call waits for the model: up to the service's MEMORY_CHAT_TIMEOUT (60 s by default).
+CHAT_TIMEOUT: Final = 90.0
+# 503s that no retry will change: the tenant's chat model is not configured or cannot be set up.
+PERMANENT_UNAVAILABLE: Final = frozenset({"chat_model_not_configured", "chat_model_unavailable"})
 # Errors after which the request may not have reached the service, or its answer was lost.
 TRANSIENT_ERRORS: Final = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
@@ -88,6 +95,7 @@ class _Call:
     params: Mapping[str, Any] | None = None
     body: Any = None
     missing_ok: bool = False
+    timeout: float | None = None  # the client's own when None
 
 
 _MISSING: Final = object()
@@ -113,6 +121,13 @@ def _chunks(items: Sequence[Mapping[str, Any]]) -> Iterator[list[Mapping[str, An
 def _identified(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The messages, each with its id (a new UUID unless given), fixed before the first attempt."""
     return [{**message, "id": str(message.get("id") or uuid.uuid4())} for message in messages]
+
+
+def _error_code(response: httpx.Response) -> str | None:
+    try:
+        return response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -224,6 +239,36 @@ class MemoryClient:
     async def acontext(self, conversation_id: str, **params: Any) -> dict[str, Any]:
         return await self._asend(_Call("POST", _conversation_path(conversation_id, "context"), body=params))
 
+    def chat(self, conversation_id: str, content: str, **options: Any) -> dict[str, Any]:
+        """One turn of the service's agent loop: it stores ``content``, builds the context, asks the
+        tenant's chat model, stores and returns both messages (``user_message``, ``assistant_message``)
+        with the context used. ``options`` are the endpoint's: ``system_prompt``, ``model``,
+        ``temperature``, ``max_tokens``, ``use_memory``, ``metadata``, ``user_id``, ``agent_id``.
+        The message gets its ``message_id`` here, before the first attempt: a retried call stores it
+        once and asks the model once. A failed model is a :class:`MemoryServiceError` with
+        ``code="model_error"`` (502) or ``"model_timeout"`` (504); the message stays stored."""
+        return self._send(self._chat_call(conversation_id, content, options))
+
+    async def achat(self, conversation_id: str, content: str, **options: Any) -> dict[str, Any]:
+        return await self._asend(self._chat_call(conversation_id, content, options))
+
+    def chat_stream(self, conversation_id: str, content: str, **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The same turn as it streams: ``(event, data)`` pairs, ``("start", ...)``, a ``("token",
+        {"text": ...})`` per piece of the answer, then ``("done", <the chat() answer>)`` or ``("error",
+        {"error": ...})``. Not retried once the stream has begun; leaving the loop early closes the
+        connection, which stops the model, and no answer is stored."""
+        call = self._chat_call(conversation_id, content, {**options, "stream": True})
+        with self._client.stream("POST", call.path, json=call.body, timeout=call.timeout) as response:
+            if not response.is_success:
+                response.read()
+                raise MemoryServiceError.from_response(response)
+            event = "message"
+            for line in response.iter_lines():
+                if line.startswith("event: "):
+                    event = line[len("event: ") :]
+                elif line.startswith("data: "):
+                    yield event, json.loads(line[len("data: ") :])
+
     def status(self) -> dict[str, Any]:
         """Whether the service's database, cache and broker answer, with queue and cache figures."""
         return self._send(_Call("GET", f"{API_PREFIX}/status/"))
@@ -324,6 +369,10 @@ class MemoryClient:
 
     # --- the requests ---------------------------------------------------------------------------
 
+    def _chat_call(self, conversation_id: str, content: str, options: Mapping[str, Any]) -> _Call:
+        body = {"message_id": str(uuid.uuid4()), **options, "content": content}
+        return _Call("POST", _conversation_path(conversation_id, "chat"), body=body, timeout=max(self.timeout, CHAT_TIMEOUT))
+
     @staticmethod
     def _append_call(conversation_id: str, batch: list[Mapping[str, Any]], user_id: str, agent_id: str) -> _Call:
         body = {"messages": batch, "user_id": user_id, "agent_id": agent_id}
@@ -398,7 +447,9 @@ class MemoryClient:
         attempt = 0
         while True:
             try:
-                response = self._client.request(call.method, call.path, params=call.params, json=call.body)
+                response = self._client.request(
+                    call.method, call.path, params=call.params, json=call.body, timeout=call.timeout or self.timeout
+                )
             except TRANSIENT_ERRORS as error:
                 delay = self._retry_delay(attempt, error=error)
             else:
@@ -413,7 +464,9 @@ class MemoryClient:
         attempt = 0
         while True:
             try:
-                response = await client.request(call.method, call.path, params=call.params, json=call.body)
+                response = await client.request(
+                    call.method, call.path, params=call.params, json=call.body, timeout=call.timeout or self.timeout
+                )
             except TRANSIENT_ERRORS as error:
                 delay = self._retry_delay(attempt, error=error)
             else:
@@ -437,7 +490,7 @@ class MemoryClient:
         """Seconds to wait before the next attempt; ``None`` when the response is the answer.
 
         Raises when the attempt failed and no retry is left."""
-        if response is not None and response.status_code != 503:
+        if response is not None and (response.status_code != 503 or _error_code(response) in PERMANENT_UNAVAILABLE):
             return None
         if attempt >= self.retries:
             if response is not None:

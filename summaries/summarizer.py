@@ -8,7 +8,8 @@
   - ``""``: no model; the rule-based summary.
   - ``"provider:model_name"``, provider ``openai``, ``anthropic`` or ``ollama``: that LangChain
     integration (``langchain-openai``, ``langchain-anthropic``, ``langchain-ollama``), imported only
-    when named, so none of them is a dependency of the service.
+    when named; ``langchain-openai`` is installed with the service (the chat endpoint's), the others
+    are installed by a deployment that names them.
   - ``"dotted.module:attribute"``: a factory called with the keyword arguments ``temperature``,
     ``max_tokens`` and ``timeout`` that returns a LangChain ``BaseChatModel`` (any other provider,
     a gateway, a fake in the tests).

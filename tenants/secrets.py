@@ -9,6 +9,7 @@ deployment that sets its own keys can change ``SECRET_KEY`` without losing the c
 
 import base64
 import hashlib
+from collections.abc import Callable
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
@@ -37,23 +38,26 @@ def encrypt(secret: str) -> str:
 
 
 def decrypt(token: str) -> str:
-    try:
-        return _fernet().decrypt(token.encode()).decode()
-    except InvalidToken as error:
-        raise SecretUnreadable(
-            "A stored credential cannot be decrypted with MEMORY_CREDENTIAL_KEYS (or SECRET_KEY when that is "
-            "unset): put the key it was encrypted with back in the list, or store the credential again."
-        ) from error
+    return _readable(
+        lambda fernet: fernet.decrypt(token.encode()),
+        "put the key it was encrypted with back in the list, or store the credential again",
+    )
 
 
 def rotate(token: str) -> str:
     """The same secret encrypted with the first key."""
+    return _readable(
+        lambda fernet: fernet.rotate(token.encode()),
+        "keep the key it was encrypted with in the list (after the new one) until the rotation is done",
+    )
+
+
+def _readable(action: Callable[[MultiFernet], bytes], remedy: str) -> str:
     try:
-        return _fernet().rotate(token.encode()).decode()
+        return action(_fernet()).decode()
     except InvalidToken as error:
         raise SecretUnreadable(
-            "A stored credential cannot be decrypted with any of MEMORY_CREDENTIAL_KEYS: keep the key it was "
-            "encrypted with in the list (after the new one) until the rotation is done."
+            f"A stored credential cannot be decrypted with MEMORY_CREDENTIAL_KEYS (or SECRET_KEY when that is unset): {remedy}."
         ) from error
 
 

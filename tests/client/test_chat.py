@@ -4,6 +4,7 @@ the real OpenAI integration (``tests.chat.openai_server``)."""
 
 import json
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,8 @@ from django.db import connection
 from django_redis import get_redis_connection
 
 from conversations.models import Message
+from memory_client import MemoryServiceError
+from memory_client.http import RETRY_AFTER_CAP
 from tenants import services as tenant_services
 from tests.chat import fakes
 from tests.chat.openai_server import OpenAICompatibleServer
@@ -44,6 +47,19 @@ def transcript(service: LiveService, conversation_id: str) -> list[tuple[str, st
     if response.status_code == 404:
         return []
     return [(message["role"], message["content"]) for message in response.json()["messages"]]
+
+
+def stream_chat(service: LiveService, conversation_id: str, **body: Any) -> list[tuple[str, Any]]:
+    """The events of a streamed turn, read to the end."""
+    with httpx.stream(
+        "POST",
+        f"{service.url}/api/v1/conversations/{conversation_id}/chat/",
+        json={**body, "stream": True},
+        headers={"Authorization": f"Api-Key {service.api_key}"},
+        timeout=30,
+    ) as response:
+        assert response.status_code == 200, response.read()
+        return list(events_of(response.iter_lines()))
 
 
 def events_of(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
@@ -136,14 +152,7 @@ def test_a_stream_the_client_leaves_stops_the_model_and_stores_no_half_answer(se
 
 def test_a_whole_stream_stores_the_answer_once(service: LiveService, tenant: Any) -> None:
     configure(tenant, MEMORY_CHAT_MODEL="fake:echo")
-    with httpx.stream(
-        "POST",
-        f"{service.url}/api/v1/conversations/live-stream/chat/",
-        json={"content": "Stream please.", "stream": True},
-        headers={"Authorization": f"Api-Key {service.api_key}"},
-        timeout=30,
-    ) as response:
-        events = list(events_of(response.iter_lines()))
+    events = stream_chat(service, "live-stream", content="Stream please.")
 
     text = "".join(data["text"] for name, data in events if name == "token")
     assert events[0][0] == "start"
@@ -182,14 +191,7 @@ def test_an_openai_compatible_server_gets_the_history_and_the_tenants_credential
 
     first = chat(service, "stub", content="Remember: my code is 42.", max_tokens=64, temperature=0.3)
     assert first.status_code == 201, first.text
-    with httpx.stream(
-        "POST",
-        f"{service.url}/api/v1/conversations/stub/chat/",
-        json={"content": "What was my code?", "stream": True},
-        headers={"Authorization": f"Api-Key {service.api_key}"},
-        timeout=30,
-    ) as response:
-        events = list(events_of(response.iter_lines()))
+    events = stream_chat(service, "stub", content="What was my code?")
 
     whole, streamed = model_server.requests
     assert whole["authorization"] == streamed["authorization"] == "Bearer sk-tenant-secret-0001"
@@ -286,3 +288,29 @@ def test_history_that_cannot_be_read_leaves_the_answer_without_it_and_says_so(
         web.stop()
         proxy.close()
     wait_for_rows(Message, tenant, 4, conversation__conversation_id="pg-down", timeout=60)
+
+
+def test_the_client_holds_a_chat_and_streams_it(service: LiveService, tenant: Any) -> None:
+    configure(tenant, MEMORY_CHAT_MODEL="fake:echo")
+    with service.client() as client:
+        first = client.chat("client-chat", "Hello from the client.", user_id="ada")
+        events = list(client.chat_stream("client-chat", "And again."))
+
+    assert first["assistant_message"]["content"] == "[echo] You said: Hello from the client.. I was given 0 earlier messages."
+    assert events[0][0] == "start"
+    assert events[-1][0] == "done"
+    assert "".join(data["text"] for name, data in events if name == "token") == (
+        "[echo] You said: And again.. I was given 2 earlier messages."
+    )
+    assert [role for role, _ in transcript(service, "client-chat")] == ["user", "assistant", "user", "assistant"]
+
+
+def test_the_client_raises_a_missing_model_at_once(service: LiveService, tenant: Any) -> None:
+    configure(tenant, MEMORY_CHAT_MODEL="")
+    started = time.monotonic()
+    with service.client(retries=3) as client, pytest.raises(MemoryServiceError) as raised:
+        client.chat("client-unconfigured", "Hello")
+
+    assert time.monotonic() - started < RETRY_AFTER_CAP  # one attempt: a retry would first wait Retry-After
+    assert (raised.value.status, raised.value.code) == (503, "chat_model_not_configured")
+    assert "MEMORY_CHAT_MODEL" in raised.value.message

@@ -191,14 +191,23 @@ def test_an_empty_answer_falls_back():
     assert failures(logs)[0]["reason"] == "empty"
 
 
+def test_an_installed_provider_without_its_key_falls_back_naming_the_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with capture_logs() as logs:
+        written = summarize(WINDOW, model_spec="openai:gpt-4o-mini", timeout=5)
+
+    assert written.model == RULE_BASED
+    [failure] = failures(logs)
+    assert "OPENAI_API_KEY" in failure["error"]
+
+
 @pytest.mark.parametrize(
     ("model_spec", "explained"),
     [
         (
-            "openai:gpt-4o-mini",
-            "needs the Python package langchain-openai, which is not installed (pip install langchain-openai)",
+            "anthropic:claude-haiku",
+            "needs the Python package langchain-anthropic, which is not installed (pip install langchain-anthropic)",
         ),
-        ("anthropic:claude-haiku", "pip install langchain-anthropic"),
         ("ollama:llama3", "pip install langchain-ollama"),
         ("gpt-4o-mini", "names no model: use 'provider:model_name'"),
         ("mistral:small", "unknown provider 'mistral'"),
