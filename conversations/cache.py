@@ -677,6 +677,22 @@ def unlock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> Non
     _call("rebuild_unlock", tenant_slug, _scripts().release, keys=[keys.rebuild], args=[token])
 
 
+def auth_record_counted(*, record_key: str, tenant_slug: str, throttle_key: str, ttl: int) -> tuple[bytes | None, int]:
+    """An API key's cached record and one request counted in its tenant's throttle window, in one
+    round trip (a MULTI): the counter is created with its expiry if new, then incremented."""
+    pipe = client().pipeline(transaction=True)
+    pipe.get(record_key)
+    pipe.set(throttle_key, 0, ex=ttl, nx=True)
+    pipe.incr(throttle_key)
+    record, _, count = _call("auth_throttle", tenant_slug, pipe.execute)
+    return record, int(count)
+
+
+def throttle_uncount(*, tenant_slug: str, key: str) -> None:
+    """Take back a request counted under ``key`` that turned out not to be this tenant's."""
+    _call("throttle", tenant_slug, client().decr, key)
+
+
 def throttle_count(*, tenant_slug: str, key: str, ttl: int) -> int:
     """Count one request under ``key`` (a throttle window) and return the window's count."""
     return int(_call("throttle", tenant_slug, _scripts().throttle_count, keys=[key], args=[ttl]))

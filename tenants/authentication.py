@@ -17,6 +17,8 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 from rest_framework_api_key.permissions import KeyParser
 
+from conversations import cache as conversations_cache
+from tenants import throttling
 from tenants.models import Tenant, TenantApiKey
 from tenants.services import auth_cache_key
 
@@ -47,13 +49,25 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         prefix, _, _ = key.partition(".")
         if not prefix.isalnum():  # generated prefixes are letters and digits: anything else names no key
             raise exceptions.AuthenticationFailed("The API key is not valid.")
-        record = self._record(prefix)
+        guessed = throttling.guessed_window(prefix)
+        record, count = self._record(prefix, guessed)
+        try:
+            tenant = self._check(key, record)
+        except exceptions.AuthenticationFailed:
+            throttling.settle_guess(request, prefix=prefix, guessed=guessed, count=count, tenant=None)
+            raise
+        throttling.settle_guess(request, prefix=prefix, guessed=guessed, count=count, tenant=tenant)
+        return TenantPrincipal(tenant=tenant, key_prefix=prefix), prefix
+
+    def _check(self, key: str, record: dict[str, Any] | None) -> Tenant:
+        """The key's tenant, or AuthenticationFailed saying why the key is refused."""
         if record is None or not TenantApiKey.objects.key_generator.verify(key, record["hashed_key"]):
             raise exceptions.AuthenticationFailed("The API key is not valid.")
         if record["revoked"] or not record["tenant_active"]:
             raise exceptions.AuthenticationFailed("The API key has been revoked.")
         if record["expiry_date"] and datetime.fromisoformat(record["expiry_date"]) < timezone.now():
             raise exceptions.AuthenticationFailed("The API key has expired; create a new one.")
+        prefix = key.partition(".")[0]
         now = timezone.now()
         if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
             self._touch(prefix, record, now)
@@ -66,23 +80,35 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         )
         tenant._state.adding = False
         tenant._state.db = "default"
-        return TenantPrincipal(tenant=tenant, key_prefix=prefix), prefix
+        return tenant
 
-    def _record(self, prefix: str) -> dict[str, Any] | None:
+    def _record(self, prefix: str, guessed: throttling.Window | None) -> tuple[dict[str, Any] | None, int | None]:
+        """The key's record (cached, else from PostgreSQL) and, with a guessed throttle window, the
+        window's count after counting this request in the same round trip."""
         cache_key = auth_cache_key(prefix)
+        count = None
         try:
-            record = cache.get(cache_key)
+            if guessed is None:
+                record = cache.get(cache_key)
+            else:
+                raw, count = conversations_cache.auth_record_counted(
+                    record_key=cache.make_key(cache_key),
+                    tenant_slug=guessed.tenant_slug,
+                    throttle_key=guessed.key,
+                    ttl=guessed.length + 1,
+                )
+                record = cache.client.decode(raw) if raw is not None else None
         except Exception as error:  # Redis down: authenticate from PostgreSQL alone
             logger.warning("auth_cache_unavailable", error=str(error))
             record = None
         if record is not None:
-            return record
+            return record, count
         try:
             api_key = TenantApiKey.objects.select_related("tenant").filter(prefix=prefix).first()
         except DatabaseError as error:
             raise ServiceUnavailableAuth() from error
         if api_key is None:
-            return None
+            return None, count
         record = {
             "hashed_key": api_key.hashed_key,
             "revoked": api_key.revoked,
@@ -93,7 +119,7 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
             "tenant_settings": api_key.tenant.settings,
             "last_used": 0,
         }
-        return record
+        return record, count
 
     def _touch(self, prefix: str, record: dict[str, Any], now: datetime) -> None:
         """Record the key's last use (at most once a minute) and cache the verified record."""

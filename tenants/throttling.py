@@ -11,6 +11,12 @@ Over the limit the request is refused before the view runs: 429, ``Retry-After``
 window ends) and the JSON error ``throttled`` whose message names the limit. Both settings may be
 overridden per tenant (``Tenant.settings``); a limit of 0 turns throttling off for that tenant.
 
+The count costs no round trip of its own once a process has seen a key: the authentication reads
+the key's record and counts the request in the window of the tenant it belonged to last time, in
+one MULTI (``counted_with_the_record``); this throttle then only compares. A key that moved to
+another tenant (or whose tenant changed its window) is counted again where it belongs and taken
+back where it was guessed; a key that fails to authenticate is taken back too.
+
 Requests without a tenant (the API root, the schema and the docs) are not counted. When Redis does
 not answer, the request passes: throttling protects capacity, and must not turn a cache outage into
 an API outage (DESIGN.md 5.6). The miss is logged and counted in ``memory_cache_errors_total`` and
@@ -19,6 +25,7 @@ an API outage (DESIGN.md 5.6). The miss is logged and counted in ``memory_cache_
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -37,6 +44,68 @@ def throttle_key(*, tenant_id: int, window: int, number: int) -> str:
     return f"throttle:tenant:{tenant_id}:{window}:{number}"
 
 
+@dataclass(frozen=True)
+class Window:
+    """The throttle window a request of ``tenant_id`` falls in now."""
+
+    tenant_id: int
+    tenant_slug: str
+    key: str
+    length: int
+    number: int
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A request already counted, by the authentication, in ``window``: the window's count."""
+
+    window: Window
+    count: int
+
+
+# Per process: the tenant (id, slug) and settings of each key prefix seen, so that its next request
+# is counted in the round trip that reads its record. Bounded: keys are few, but prefixes are chosen
+# by clients, and only authenticated ones are kept.
+_tenants_by_prefix: dict[str, Tenant] = {}
+MAX_REMEMBERED_PREFIXES = 10_000
+
+
+def window_now(tenant: Tenant) -> Window | None:
+    """The tenant's current window, or None when its throttling is off."""
+    if int(tenant.setting("MEMORY_RATE_LIMIT")) <= 0:
+        return None
+    length = max(1, int(tenant.setting("MEMORY_RATE_WINDOW")))
+    number = int(TenantRateThrottle.timer() // length)
+    key = throttle_key(tenant_id=tenant.pk, window=length, number=number)
+    return Window(tenant_id=tenant.pk, tenant_slug=tenant.slug, key=key, length=length, number=number)
+
+
+def guessed_window(prefix: str) -> Window | None:
+    """The window this key's request would count in, if the key is still its last tenant's."""
+    tenant = _tenants_by_prefix.get(prefix)
+    return window_now(tenant) if tenant is not None else None
+
+
+def settle_guess(request: Request, *, prefix: str, guessed: Window | None, count: int | None, tenant: Tenant | None) -> None:
+    """After authentication: keep a count made in the right window for the throttle, take back one
+    made in a wrong one (the key moved, the window changed, or the key did not authenticate), and
+    remember the key's tenant for its next request."""
+    if tenant is not None:
+        if len(_tenants_by_prefix) >= MAX_REMEMBERED_PREFIXES and prefix not in _tenants_by_prefix:
+            _tenants_by_prefix.clear()
+        _tenants_by_prefix[prefix] = tenant
+    if guessed is None or count is None:
+        return
+    actual = window_now(tenant) if tenant is not None else None
+    if actual is not None and actual.key == guessed.key:
+        request._counted_request = Counted(window=guessed, count=count)
+        return
+    try:
+        cache.throttle_uncount(tenant_slug=guessed.tenant_slug, key=guessed.key)
+    except cache.CacheUnavailable as error:
+        logger.warning("throttle_uncount_failed", tenant=guessed.tenant_slug, error=str(error))
+
+
 class TenantRateThrottle(BaseThrottle):
     """The DRF throttle of every API view (``REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"]``)."""
 
@@ -50,26 +119,27 @@ class TenantRateThrottle(BaseThrottle):
         tenant: Tenant | None = getattr(request.user, "tenant", None)
         if tenant is None:
             return True
+        window = window_now(tenant)
+        if window is None:
+            return True
+        counted: Counted | None = getattr(request, "_counted_request", None)
+        if counted is not None and counted.window.key == window.key:
+            count = counted.count
+        else:
+            try:
+                count = cache.throttle_count(tenant_slug=tenant.slug, key=window.key, ttl=window.length + 1)
+            except cache.CacheUnavailable as error:  # counted in cache_errors{operation="throttle"} by the cache layer
+                metrics.fallbacks.labels(kind="unthrottled").inc()
+                logger.warning("throttle_unavailable", tenant=tenant.slug, error=str(error))
+                return True
         limit = int(tenant.setting("MEMORY_RATE_LIMIT"))
-        if limit <= 0:
-            return True
-        window = max(1, int(tenant.setting("MEMORY_RATE_WINDOW")))
-        now = self.timer()
-        number = int(now // window)
-        key = throttle_key(tenant_id=tenant.pk, window=window, number=number)
-        try:
-            count = cache.throttle_count(tenant_slug=tenant.slug, key=key, ttl=window + 1)
-        except cache.CacheUnavailable as error:  # counted in cache_errors{operation="throttle"} by the cache layer
-            metrics.fallbacks.labels(kind="unthrottled").inc()
-            logger.warning("throttle_unavailable", tenant=tenant.slug, error=str(error))
-            return True
         if count <= limit:
             return True
-        self.retry_after = max(1, math.ceil((number + 1) * window - now))
+        self.retry_after = max(1, math.ceil((window.number + 1) * window.length - self.timer()))
         raise Throttled(
             wait=self.retry_after,
             detail=f"Too many requests for tenant {tenant.slug}: the limit is MEMORY_RATE_LIMIT={limit} requests "
-            f"per MEMORY_RATE_WINDOW={window} seconds.",
+            f"per MEMORY_RATE_WINDOW={window.length} seconds.",
         )
 
     def wait(self) -> float | None:

@@ -18,7 +18,9 @@ from django_redis import get_redis_connection
 from prometheus_client import REGISTRY
 from rest_framework.test import APIClient
 
+from bench import measure
 from tenants import services as tenant_services
+from tenants.models import TenantApiKey
 from tenants.throttling import TenantRateThrottle, throttle_key
 from tests.conftest import client_for, take_queued_tasks
 
@@ -219,3 +221,45 @@ def test_the_deployment_default_is_generous_and_read_from_settings(tenant):
     assert tenant.setting("MEMORY_RATE_LIMIT") == settings.MEMORY_RATE_LIMIT >= 1000
     assert tenant.setting("MEMORY_RATE_WINDOW") == settings.MEMORY_RATE_WINDOW
     assert "tenants.throttling.TenantRateThrottle" in settings.REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"]
+
+
+def window_count(tenant: Any) -> int:
+    key = throttle_key(tenant_id=tenant.pk, window=WINDOW, number=int(START // WINDOW))
+    return int(get_redis_connection("default").get(key) or 0)
+
+
+def test_a_known_key_is_counted_in_the_round_trip_that_reads_its_record(api, tenant, clock):
+    limit(tenant, 100)
+    api.post(f"{CONVERSATIONS}counted/messages/", {"role": "user", "content": "hi"}, format="json")
+
+    with measure.counting() as counts:
+        answer = api.get(f"{CONVERSATIONS}counted/messages/")
+
+    assert answer.status_code == 200
+    assert counts.redis == 2  # the key's record with the count, then the cached window
+    assert window_count(tenant) == 2
+
+
+def test_a_key_moved_to_another_tenant_is_counted_there_and_taken_back_here(api, tenant, other_tenant, clock):
+    limit(tenant, 100)
+    limit(other_tenant, 100)
+    assert statuses(api, 2) == [200, 200]
+    key = TenantApiKey.objects.get(prefix=api.api_key.partition(".")[0])
+
+    key.tenant = other_tenant
+    key.save()
+    tenant_services.auth_cache_forget(tenant=other_tenant)
+
+    assert statuses(api, 1) == [200]
+    assert (window_count(tenant), window_count(other_tenant)) == (2, 1)
+
+
+def test_a_known_prefix_with_a_wrong_secret_spends_nothing(api, tenant, clock):
+    limit(tenant, 100)
+    assert statuses(api, 1) == [200]
+    prefix = api.api_key.partition(".")[0]
+    forged = APIClient()
+    forged.credentials(HTTP_AUTHORIZATION=f"Api-Key {prefix}.not-the-secret")
+
+    assert forged.get(CONVERSATIONS).status_code == 401
+    assert window_count(tenant) == 1
