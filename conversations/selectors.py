@@ -305,12 +305,18 @@ def _context(
             metrics.track_cache(tenant=tenant.slug, data_type="context", hit=None)
     turns_wanted = request.short_term_turns + request.long_term_turns
     history, older_turns, source = _context_history(tenant=tenant, conversation_id=conversation_id, turns_wanted=turns_wanted)
+    current = None
     if request.query is not None and history and history[-1]["role"] == "user" and history[-1]["content"] == request.query:
-        history = history[:-1]  # the current message, stored before asking: sent once, as the query
+        current, history = history[-1], history[:-1]  # the current message, stored before asking: sent once, as the query
     bundle = rendered_prompt = None
     if memory is not None:
         bundle, rendered_prompt, request = _with_memory(
-            tenant=tenant, conversation_id=conversation_id, request=request, history=history, top_k=memory["top_k"]
+            tenant=tenant,
+            conversation_id=conversation_id,
+            request=request,
+            history=history,
+            top_k=memory["top_k"],
+            current_id=current["id"] if current else None,
         )
     built = context.build(history=history, request=request, older_turns=older_turns)
     answer = {
@@ -358,7 +364,13 @@ def _context(
 
 
 def _with_memory(
-    *, tenant: Tenant, conversation_id: str, request: context.ContextRequest, history: list[dict[str, Any]], top_k: int | None
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    request: context.ContextRequest,
+    history: list[dict[str, Any]],
+    top_k: int | None,
+    current_id: str | None = None,
 ) -> tuple[dict[str, Any], str, context.ContextRequest]:
     from conversations import memory_bundle
 
@@ -368,6 +380,8 @@ def _with_memory(
     bundle = memory_bundle.memory_bundle(
         tenant=tenant, conversation_id=conversation_id, user_id=user_id, query=request.query, history=history, top_k=top_k
     )
+    # The query's own message, stored before asking, is the best match of the query: never an "earlier" one.
+    bundle["context"] = [item for item in bundle["context"] if item["message_id"] != current_id]
     in_full = {message["id"] for message in history[-2 * max(1, request.short_term_turns) :]}
     block = memory_bundle.relevant_context_block(bundle, exclude=in_full, max_tokens=request.max_tokens // 4)
     rendered = memory_bundle.render_prompt(

@@ -2,7 +2,8 @@
 
 An operator of tenant acme logs in through the login form, searches conversations by the words of a
 message, reads a transcript (every role, expandable metadata, pages of a long history), rebuilds a
-conversation's cache, and cannot reach globex's conversations at all. Screenshots of the list and of
+conversation's cache, cannot reach globex's conversations at all, and enters a model provider's API
+key that no page shows again. Screenshots of the list and of
 the transcript go to ``$SCREENSHOT_DIR`` (default ``var/screenshots`` under the repository root).
 """
 
@@ -20,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from conversations import cache
 from conversations.models import Conversation
@@ -275,3 +276,32 @@ def test_an_operator_who_types_the_url_of_a_globex_conversation_gets_a_404(
     for other in conversations.globex:
         assert other.conversation_id not in source
     assert "globex" not in source.lower()
+
+
+def test_an_operator_enters_a_provider_key_that_the_admin_never_shows_again(
+    browser: WebDriver, live_server: Any, operator: Any, tenant: Any
+) -> None:
+    secret = "sk-operator-typed-secret-7c1d"
+    log_in(browser, live_server)
+    browser.get(f"{live_server.url}/admin/tenants/providercredential/add/")
+    provider = wait(browser).until(ec.presence_of_element_located((By.ID, "id_provider")))
+    if browser.find_elements(By.ID, "id_tenant"):  # an operator may only pick their own tenant
+        Select(browser.find_element(By.ID, "id_tenant")).select_by_visible_text(tenant.slug)
+    provider.send_keys("openai")
+    field = browser.find_element(By.ID, "id_secret")
+    assert field.get_attribute("type") == "password"
+    field.send_keys(secret)
+
+    browser.find_element(By.NAME, "_continue").click()
+
+    wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".messagelist .success")))
+    assert browser.find_element(By.ID, "id_secret").get_attribute("value") == ""
+    assert secret not in browser.page_source
+    assert "…7c1d" in browser.page_source
+    stored = tenant_services.provider_credential_secret(tenant=tenant, provider="openai")
+    assert stored == secret
+    browser.get(f"{live_server.url}/admin/tenants/providercredential/")
+    rows = wait(browser).until(ec.presence_of_all_elements_located((By.CSS_SELECTOR, "#result_list tbody tr")))
+    assert [row.find_element(By.CSS_SELECTOR, ".field-hint").text for row in rows] == ["…7c1d"]
+    assert secret not in browser.page_source
+    screenshot(browser, "provider-credentials.png", full_page=False)

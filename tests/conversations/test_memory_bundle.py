@@ -5,6 +5,7 @@ import pytest
 
 from search.services import conversation_embed
 from summaries.services import summary_create_now
+from tests.conftest import run_queued_tasks
 from tests.search.test_search import conversation_of_facts
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +109,15 @@ def test_a_conversation_without_a_user_still_gets_its_own_past(api, tenant):
     memory = context(api, query="Tomasz Denver")["memory"]
     assert memory["memories"] == []
     assert any("Denver" in item["content"] for item in memory["context"])
+
+
+def test_the_query_stored_before_asking_is_not_its_own_relevant_past(api, remembered, tenant):
+    question = "What is the name of my puppy, the one I adopted in May?"
+    stored = api.post("/api/v1/conversations/today/messages/", {"role": "user", "content": question}, format="json")
+    run_queued_tasks()  # persisted and embedded, as the workers would do before the context is built
+    conversation_embed(tenant=tenant, conversation_id="today")
+
+    memory = context(api, query=question)["memory"]
+
+    assert stored.json()["messages"][0]["id"] not in [item["message_id"] for item in memory["context"]]
+    assert "Rex" in memory["context"][0]["content"]
