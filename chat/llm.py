@@ -22,6 +22,7 @@ the server or the credentials.
 import importlib
 import os
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -30,6 +31,7 @@ import structlog
 from django.conf import settings
 from django.db import DatabaseError
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
 
 from conversations.exceptions import ServiceUnavailable
 from tenants.models import Tenant
@@ -181,6 +183,30 @@ def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
     if not isinstance(model, BaseChatModel):
         raise ChatModelUnavailable(f"The provider {chosen.provider} gave a {type(model).__name__}, not a LangChain chat model.")
     return model
+
+
+def invoke_within(model: BaseChatModel, prompt: list[BaseMessage], *, timeout: float) -> AIMessage:
+    """``model.invoke(prompt)``, or TimeoutError when no answer comes within ``timeout`` seconds.
+
+    The call runs on a daemon thread so that the wait is bounded whatever the client does; the
+    model was also given the timeout, which ends an abandoned call on its side.
+    """
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["answer"] = model.invoke(prompt)
+        except BaseException as error:  # handed to the waiting thread, which raises it
+            outcome["error"] = error
+
+    caller = threading.Thread(target=call, name="chat-model", daemon=True)
+    caller.start()
+    caller.join(timeout)
+    if caller.is_alive():
+        raise TimeoutError(f"The model gave no answer within {timeout:g} seconds.")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["answer"]
 
 
 def _provider_arguments(chosen: ChatSettings, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -254,24 +254,10 @@ def chat_complete(turn: Turn) -> dict[str, Any]:
 
 
 def _invoke(turn: Turn) -> AIMessage:
-    """The model's answer within the timeout; the call runs on a daemon thread so the wait is bounded
-    whatever the client does (it was given the timeout too, which ends an abandoned call)."""
-    outcome: dict[str, Any] = {}
-
-    def call() -> None:
-        try:
-            outcome["answer"] = turn.model.invoke(turn.prompt)
-        except BaseException as error:  # handed to the waiting thread
-            outcome["error"] = error
-
-    caller = threading.Thread(target=call, name="chat-model", daemon=True)
-    caller.start()
-    caller.join(turn.settings.timeout)
-    if caller.is_alive():
-        raise _timeout(turn)
-    if "error" in outcome:
-        raise _model_error(turn, outcome["error"])
-    return outcome["answer"]
+    try:
+        return llm.invoke_within(turn.model, turn.prompt, timeout=turn.settings.timeout)
+    except Exception as error:  # a timeout is 504, anything else the model did is 502
+        raise _model_error(turn, error) from error
 
 
 class ModelStream:

@@ -29,7 +29,6 @@ No database access: the services read the messages and store the answer.
 
 import importlib
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ import structlog
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from chat.llm import invoke_within
 from conversations import context, tokens
 from memory_client.messages import tool_calls_of
 
@@ -213,27 +213,11 @@ def prompt_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
 
 
 def _invoke(chat_model: BaseChatModel, prompt: list[BaseMessage], *, timeout: float) -> str:
-    """The model's answer as text, or SummaryModelError when none comes within ``timeout`` seconds.
-
-    The call runs on a daemon thread so that the wait is bounded whatever the client does; the
-    model was also given the timeout, which ends the abandoned call on its side.
-    """
-    outcome: dict[str, Any] = {}
-
-    def call() -> None:
-        try:
-            outcome["answer"] = chat_model.invoke(prompt)
-        except BaseException as error:  # handed to the waiting thread, which raises it
-            outcome["error"] = error
-
-    worker = threading.Thread(target=call, name="summary-model", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if worker.is_alive():
-        raise SummaryModelError(f"The model gave no answer within {timeout} seconds.", reason="timeout")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["answer"].text
+    """The model's answer as text, or SummaryModelError when none comes within ``timeout`` seconds."""
+    try:
+        return invoke_within(chat_model, prompt, timeout=timeout).text
+    except TimeoutError as error:
+        raise SummaryModelError(str(error), reason="timeout") from error
 
 
 # --- The contract on the answer -------------------------------------------------------------------
