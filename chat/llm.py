@@ -210,8 +210,6 @@ def invoke_within(model: BaseChatModel, prompt: list[BaseMessage], *, timeout: f
 
 
 def _provider_arguments(chosen: ChatSettings, arguments: dict[str, Any]) -> dict[str, Any]:
-    if chosen.provider == "openai":
-        return arguments | {"stream_usage": True}  # token usage on streamed answers too
     if chosen.provider == "ollama":  # its names for the output bound and the client's timeout
         ollama = {
             key: value for key, value in arguments.items() if key not in ("max_tokens", "timeout", "max_retries", "api_key")

@@ -9,7 +9,8 @@ Order and what each failure leaves behind:
    prompt and message over the budget (400) store nothing.
 2. The user's message is appended like any other (durable when stored, DESIGN.md 5.1); its
    ``message_id`` makes the call idempotent: sent again, the message is not stored twice, and if the
-   model already answered it, that stored answer comes back without asking the model again.
+   model already answered it, that stored answer comes back without asking the model again; sent
+   again while its answer is on the way, it is a 409 ``chat_in_progress``.
 3. The context is ``conversation_context``'s (recent turns in full, older ones summarised, and with
    memory the summaries, the user's facts and the relevant older messages). If the history cannot be
    read, the model gets the system prompt and the message alone, and the answer says so (seed 000).
@@ -40,8 +41,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
 from chat import llm
-from conversations import context, selectors, services, tokens
-from conversations.exceptions import LimitExceeded, MemoryServiceError
+from conversations import cache, context, selectors, services, tokens
+from conversations.exceptions import Conflict, LimitExceeded, MemoryServiceError
 from conversations.models import Message
 from tenants.models import Tenant
 
@@ -57,6 +58,10 @@ RECALL_CUES = re.compile(
     re.IGNORECASE,
 )
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
+
+
+class ChatInProgress(Conflict):
+    code = "chat_in_progress"
 
 
 class ModelFailed(MemoryServiceError):
@@ -100,7 +105,20 @@ class Turn:
     need_memory: bool = False
     memory_reason: str = ""
     stored_answer: dict[str, Any] | None = None  # the answer already stored for a resent message
+    claimed: bool = False  # this request marked the user message as being answered
     started: float = 0.0
+
+    def release(self) -> None:
+        """The turn is over (answered, failed or abandoned): the message may be sent again."""
+        if not self.claimed:
+            return
+        self.claimed = False
+        try:
+            cache.chat_release(
+                tenant_slug=self.tenant.slug, conversation_id=self.conversation_id, message_id=self.user_message["id"]
+            )
+        except cache.CacheUnavailable:
+            pass  # the mark expires by itself
 
     def summary(self) -> dict[str, Any]:
         """What the answer says of the turn before the model's part."""
@@ -139,9 +157,29 @@ def chat_begin(*, tenant: Tenant, conversation_id: str, chat: ChatInput) -> Turn
         turn.stored_answer = _stored_answer(
             tenant=tenant, conversation_id=conversation_id, user_message_id=turn.user_message["id"]
         )
+    if chat.message_id and turn.stored_answer is None:
+        _claim(turn)
     turn.need_memory, turn.memory_reason = memory_need(chat)
     _build_prompt(turn, context_request)
     return turn
+
+
+def _claim(turn: Turn) -> None:
+    """One request at a time asks the model about a message the client named: the same message sent
+    again while its answer is on the way is a 409, not a second answer. Best effort without Redis."""
+    ttl = int(turn.settings.timeout) + 30
+    try:
+        turn.claimed = cache.chat_claim(
+            tenant_slug=turn.tenant.slug, conversation_id=turn.conversation_id, message_id=turn.user_message["id"], ttl=ttl
+        )
+    except cache.CacheUnavailable:
+        return
+    if not turn.claimed:
+        raise ChatInProgress(
+            f"Message {turn.user_message['id']} is being answered by another request; wait for that answer, or send "
+            "the message again once it has ended.",
+            details={"user_message_id": turn.user_message["id"]},
+        )
 
 
 def memory_need(chat: ChatInput) -> tuple[bool, str]:
@@ -249,8 +287,11 @@ def chat_complete(turn: Turn) -> dict[str, Any]:
     if turn.stored_answer is not None:
         return _replayed(turn)
     turn.started = time.perf_counter()
-    answer = _invoke(turn)
-    return _finish(turn, content=answer.text, usage=answer.usage_metadata, streamed=False)
+    try:
+        answer = _invoke(turn)
+        return _finish(turn, content=answer.text, usage=answer.usage_metadata, streamed=False)
+    finally:
+        turn.release()
 
 
 def _invoke(turn: Turn) -> AIMessage:
@@ -322,6 +363,7 @@ def chat_stream(turn: Turn) -> Iterator[bytes]:
         first = stream.next()
     except BaseException:
         stream.stop()
+        turn.release()
         raise
     return _events(turn, stream, first)
 
@@ -329,36 +371,34 @@ def chat_stream(turn: Turn) -> Iterator[bytes]:
 def _events(turn: Turn, stream: ModelStream, chunk: Any) -> Iterator[bytes]:
     from conversations.api.errors import error_body
 
-    yield _event("start", turn.summary())
-    parts: list[str] = []
-    whole = None
     try:
-        while chunk is not None:
-            text = chunk.text
-            if text:
-                parts.append(text)
-                yield _event("token", {"text": text})
-            whole = chunk if whole is None else whole + chunk
-            chunk = stream.next()
-    except MemoryServiceError as error:
-        yield _event("error", error_body(error.code, error.message, error.details))
-        return
-    except GeneratorExit:
-        logger.info(
-            "chat_stream_abandoned",
-            tenant=turn.tenant.slug,
-            conversation_id=turn.conversation_id,
-            received_chars=sum(map(len, parts)),
-        )
-        raise
-    finally:
-        stream.stop()
-    try:
+        yield _event("start", turn.summary())
+        parts: list[str] = []
+        whole = None
+        try:
+            while chunk is not None:
+                text = chunk.text
+                if text:
+                    parts.append(text)
+                    yield _event("token", {"text": text})
+                whole = chunk if whole is None else whole + chunk
+                chunk = stream.next()
+        except GeneratorExit:
+            logger.info(
+                "chat_stream_abandoned",
+                tenant=turn.tenant.slug,
+                conversation_id=turn.conversation_id,
+                received_chars=sum(map(len, parts)),
+            )
+            raise
+        finally:
+            stream.stop()
         answer = _finish(turn, content="".join(parts), usage=getattr(whole, "usage_metadata", None), streamed=True)
-    except MemoryServiceError as error:
+        yield _event("done", answer)
+    except MemoryServiceError as error:  # the model failed on the way, or the answer could not be stored
         yield _event("error", error_body(error.code, error.message, error.details))
-        return
-    yield _event("done", answer)
+    finally:
+        turn.release()
 
 
 def _event(name: str, data: dict[str, Any]) -> bytes:

@@ -858,3 +858,16 @@ def ping() -> float:
     started = time.perf_counter()
     _call("ping", "-", client().ping)
     return (time.perf_counter() - started) * 1000
+
+
+def chat_claim(*, tenant_slug: str, conversation_id: str, message_id: str, ttl: int) -> bool:
+    """Mark a chat turn's user message as being answered (``<tenant>:<conv>:answering:<id>``) for at
+    most ``ttl`` seconds; False when another request holds the mark."""
+    marked = _call(
+        "chat_claim", tenant_slug, client().set, key(tenant_slug, conversation_id, f"answering:{message_id}"), 1, nx=True, ex=ttl
+    )
+    return bool(marked)
+
+
+def chat_release(*, tenant_slug: str, conversation_id: str, message_id: str) -> None:
+    _call("chat_release", tenant_slug, client().delete, key(tenant_slug, conversation_id, f"answering:{message_id}"))

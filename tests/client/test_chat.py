@@ -4,6 +4,7 @@ the real OpenAI integration (``tests.chat.openai_server``)."""
 
 import json
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -206,8 +207,12 @@ def test_an_openai_compatible_server_gets_the_history_and_the_tenants_credential
     ]
     done = events[-1][1]
     assert done["assistant_message"]["content"] == "stub heard 3 messages; the last: What was my code?"
-    assert done["usage"] == {"input_tokens": 21, "output_tokens": 7, "total_tokens": 28}
     assert first.json()["usage"] == {"input_tokens": 21, "output_tokens": 7, "total_tokens": 28}
+    # Many OpenAI-compatible servers cannot stream their usage: none is asked of them (LangChain's own
+    # default for a base URL), and the streamed answer's usage is estimated, and says so.
+    assert "stream_options" not in streamed["body"]
+    assert done["usage"]["estimated"] is True
+    assert done["usage"]["output_tokens"] > 0
     assert "sk-tenant-secret-0001" not in first.text + json.dumps(events)
 
 
@@ -314,3 +319,27 @@ def test_the_client_raises_a_missing_model_at_once(service: LiveService, tenant:
     assert time.monotonic() - started < RETRY_AFTER_CAP  # one attempt: a retry would first wait Retry-After
     assert (raised.value.status, raised.value.code) == (503, "chat_model_not_configured")
     assert "MEMORY_CHAT_MODEL" in raised.value.message
+
+
+def test_a_message_sent_again_while_it_is_being_answered_is_a_409_not_a_second_answer(service: LiveService, tenant: Any) -> None:
+    configure(tenant, MEMORY_CHAT_MODEL="fake:echo", MEMORY_CHAT_TIMEOUT=2)
+    message_id = str(uuid.uuid4())
+    first: dict[str, httpx.Response] = {}
+    slow = threading.Thread(
+        target=lambda: first.update(answer=chat(service, "twice", content="Hello", message_id=message_id, model="slow-model"))
+    )
+    slow.start()
+    try:
+        wait_until(lambda: fakes.calls(), timeout=10, message="the model to be asked")
+
+        again = chat(service, "twice", content="Hello", message_id=message_id)
+    finally:
+        slow.join()
+
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "chat_in_progress"
+    assert first["answer"].status_code == 504
+    retried = chat(service, "twice", content="Hello", message_id=message_id)  # the first turn has ended
+    assert retried.status_code == 201
+    assert len(fakes.calls()) == 2
+    assert transcript(service, "twice") == [("user", "Hello"), ("assistant", retried.json()["assistant_message"]["content"])]
