@@ -34,7 +34,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from conversations.exceptions import ServiceUnavailable
-from tenants.models import Tenant
+from tenants.models import Tenant, provider_name
 from tenants.secrets import SecretUnreadable
 from tenants.services import provider_credential_secret
 
@@ -88,13 +88,13 @@ def init_chat_model_providers() -> frozenset[str]:
 def parse_spec(spec: str) -> tuple[str, str]:
     """(provider, model) of ``"provider:model"``, or ValueError saying what a spec looks like."""
     provider, _, model = spec.strip().partition(":")
-    provider = provider.strip().lower().replace("-", "_")
-    known = set(settings.MEMORY_CHAT_PROVIDERS) | init_chat_model_providers()
-    if not provider or not model.strip():
+    if not provider.strip() or not model.strip():
         raise ValueError(
             f"MEMORY_CHAT_MODEL={spec!r} names no model: use 'provider:model', e.g. 'openai:gpt-4o-mini' "
             "(with MEMORY_CHAT_BASE_URL for an OpenAI-compatible server)."
         )
+    provider = provider_name(provider)
+    known = set(settings.MEMORY_CHAT_PROVIDERS) | init_chat_model_providers()
     if provider not in known:
         raise ValueError(
             f"MEMORY_CHAT_MODEL={spec!r}: unknown provider {provider!r}; the providers are {', '.join(sorted(known))}."

@@ -10,7 +10,6 @@ A provider credential is write-only: its form takes a new secret and stores it e
 shows the secret or its encrypted value, only its hint (the last four characters).
 """
 
-import re
 from typing import Any
 
 from django import forms
@@ -25,7 +24,7 @@ from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
 from tenants import services
-from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff
+from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff, provider_name
 
 
 def staff_tenant(user: AbstractBaseUser) -> Tenant | None:
@@ -227,9 +226,6 @@ class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
         self.message_user(request, f"Revoked {revoked} {noun}; requests with them are refused from now on.", messages.SUCCESS)
 
 
-PROVIDER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-
-
 class ProviderCredentialForm(forms.ModelForm):
     """Takes a new secret and never shows the stored one: blank on change keeps it."""
 
@@ -253,12 +249,10 @@ class ProviderCredentialForm(forms.ModelForm):
             secret.help_text = f"A new API key replaces the stored one ({self.instance.hint}); leave blank to keep it."
 
     def clean_provider(self) -> str:
-        provider = self.cleaned_data["provider"].strip().lower()
-        if not PROVIDER_NAME.match(provider):
-            raise forms.ValidationError(
-                "A provider is a lowercase name of letters, digits, '-' or '_', as in MEMORY_CHAT_MODEL (e.g. openai)."
-            )
-        return provider
+        try:
+            return provider_name(self.cleaned_data["provider"])
+        except ValueError as error:
+            raise forms.ValidationError(str(error)) from error
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()

@@ -52,14 +52,14 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         guessed = throttling.guessed_window(prefix)
         record, count = self._record(prefix, guessed)
         try:
-            tenant = self._check(key, record)
+            tenant = self._check(key, prefix, record)
         except exceptions.AuthenticationFailed:
             throttling.settle_guess(request, prefix=prefix, guessed=guessed, count=count, tenant=None)
             raise
         throttling.settle_guess(request, prefix=prefix, guessed=guessed, count=count, tenant=tenant)
         return TenantPrincipal(tenant=tenant, key_prefix=prefix), prefix
 
-    def _check(self, key: str, record: dict[str, Any] | None) -> Tenant:
+    def _check(self, key: str, prefix: str, record: dict[str, Any] | None) -> Tenant:
         """The key's tenant, or AuthenticationFailed saying why the key is refused."""
         if record is None or not TenantApiKey.objects.key_generator.verify(key, record["hashed_key"]):
             raise exceptions.AuthenticationFailed("The API key is not valid.")
@@ -67,7 +67,6 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("The API key has been revoked.")
         if record["expiry_date"] and datetime.fromisoformat(record["expiry_date"]) < timezone.now():
             raise exceptions.AuthenticationFailed("The API key has expired; create a new one.")
-        prefix = key.partition(".")[0]
         now = timezone.now()
         if now.timestamp() - record.get("last_used", 0) > LAST_USED_RESOLUTION_SECONDS:
             self._touch(prefix, record, now)

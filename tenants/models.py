@@ -4,6 +4,7 @@ A tenant is a company sharing the deployment; every tenant-owned row elsewhere c
 tenant of a request comes from its API key and nothing else.
 """
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -45,6 +46,22 @@ class Tenant(models.Model):
         if name in self.settings:
             return self.settings[name]
         return getattr(settings, name)
+
+
+PROVIDER_NAME = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+
+
+def provider_name(value: str) -> str:
+    """A chat model provider's name as ``init_chat_model`` spells it (``Google-GenAI`` is
+    ``google_genai``): the one spelling of MEMORY_CHAT_MODEL's provider and of its credentials.
+    ValueError for anything else."""
+    name = value.strip().lower().replace("-", "_")
+    if not PROVIDER_NAME.match(name):
+        raise ValueError(
+            f"{value!r} is not a provider name: a lowercase name of letters, digits, '-' or '_', as in "
+            "MEMORY_CHAT_MODEL (e.g. openai)."
+        )
+    return name
 
 
 class ProviderCredential(models.Model):

@@ -13,7 +13,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from tenants import secrets
-from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff, validate_setting_overrides
+from tenants.models import (
+    ProviderCredential,
+    Tenant,
+    TenantApiKey,
+    TenantStaff,
+    provider_name,
+    validate_setting_overrides,
+)
 
 logger = structlog.get_logger(__name__)
 
@@ -46,9 +53,11 @@ def tenant_update(*, tenant: Tenant, **changes: Any) -> Tenant:
 
 def provider_credential_set(*, tenant: Tenant, provider: str, secret: str) -> ProviderCredential:
     """Store (or replace) the tenant's API key for a chat model provider, encrypted."""
-    provider, secret = provider.strip().lower(), secret.strip()
-    if not provider or not provider.replace("_", "").replace("-", "").isalnum():
-        raise ValidationError(f"{provider!r} is not a provider name (letters, digits, '-' or '_', e.g. openai).")
+    try:
+        provider = provider_name(provider)
+    except ValueError as error:
+        raise ValidationError(str(error)) from error
+    secret = secret.strip()
     if not secret:
         raise ValidationError("The credential is empty; give the provider's API key.")
     credential = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider).first()
@@ -60,7 +69,7 @@ def provider_credential_set(*, tenant: Tenant, provider: str, secret: str) -> Pr
 
 
 def provider_credential_delete(*, tenant: Tenant, provider: str) -> bool:
-    deleted, _ = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider.strip().lower()).delete()
+    deleted, _ = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider_name(provider)).delete()
     if deleted:
         logger.info("provider_credential_deleted", tenant=tenant.slug, provider=provider)
     return bool(deleted)

@@ -13,7 +13,7 @@ overridden per tenant (``Tenant.settings``); a limit of 0 turns throttling off f
 
 The count costs no round trip of its own once a process has seen a key: the authentication reads
 the key's record and counts the request in the window of the tenant it belonged to last time, in
-one MULTI (``counted_with_the_record``); this throttle then only compares. A key that moved to
+one MULTI (``conversations.cache.auth_record_counted``); this throttle then only compares. A key that moved to
 another tenant (or whose tenant changed its window) is counted again where it belongs and taken
 back where it was guessed; a key that fails to authenticate is taken back too.
 
@@ -46,9 +46,8 @@ def throttle_key(*, tenant_id: int, window: int, number: int) -> str:
 
 @dataclass(frozen=True)
 class Window:
-    """The throttle window a request of ``tenant_id`` falls in now."""
+    """The throttle window a tenant's request falls in now."""
 
-    tenant_id: int
     tenant_slug: str
     key: str
     length: int
@@ -77,7 +76,7 @@ def window_now(tenant: Tenant) -> Window | None:
     length = max(1, int(tenant.setting("MEMORY_RATE_WINDOW")))
     number = int(TenantRateThrottle.timer() // length)
     key = throttle_key(tenant_id=tenant.pk, window=length, number=number)
-    return Window(tenant_id=tenant.pk, tenant_slug=tenant.slug, key=key, length=length, number=number)
+    return Window(tenant_slug=tenant.slug, key=key, length=length, number=number)
 
 
 def guessed_window(prefix: str) -> Window | None:

@@ -291,3 +291,12 @@ def test_the_command_asks_on_a_terminal_without_echo(tenant, monkeypatch):
     assert asked == ["API key of acme for openai (not echoed): "]
     assert stored(tenant).secret() == SECRET
     assert SECRET not in out.getvalue()
+
+
+def test_a_provider_is_spelled_one_way_in_the_model_setting_and_in_its_credential(tenant):
+    from chat.llm import parse_spec
+
+    credential = services.provider_credential_set(tenant=tenant, provider="Google-GenAI", secret=SECRET)
+
+    assert credential.provider == parse_spec("google-genai:gemini-2.5-flash")[0] == "google_genai"
+    assert services.provider_credential_secret(tenant=tenant, provider=parse_spec("google_genai:gemini")[0]) == SECRET

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from tenants import services
-from tenants.models import ProviderCredential, Tenant
+from tenants.models import ProviderCredential, Tenant, provider_name
 from tenants.secrets import SecretUnreadable
 
 
@@ -46,9 +46,12 @@ class Command(BaseCommand):
         if options["list"]:
             self.list_credentials(tenant)
             return
-        provider = str(options["provider"] or "").strip().lower()
-        if not provider:
+        if not str(options["provider"] or "").strip():
             raise CommandError("Name the provider with --provider, e.g. --provider openai (see MEMORY_CHAT_MODEL).")
+        try:
+            provider = provider_name(str(options["provider"]))
+        except ValueError as error:
+            raise CommandError(str(error)) from error
         if options["delete"]:
             self.delete(tenant, provider)
         else:
