@@ -167,12 +167,13 @@ def _rebuild_once(*, tenant: Tenant, conversation_id: str, limit: int) -> servic
 def _rebuild_locked(
     *, tenant: Tenant, conversation_id: str, limit: int, snapshot: cache.Snapshot | None, token: str
 ) -> services.RebuildResult | None:
-    """Rebuild under the rebuild lock held with ``token``: the rebuild releases it (with its install),
+    """Rebuild under the rebuild lock held with ``token``: the rebuild's install releases it (on the
+    background install thread: the reader answers from the rows it read without waiting for Redis),
     and a rebuild that fails on the way releases it here. None when Redis failed."""
     rebuilt = None
     try:
         rebuilt = services.cache_rebuild(
-            tenant=tenant, conversation_id=conversation_id, limit=limit, snapshot=snapshot, rebuild_token=token
+            tenant=tenant, conversation_id=conversation_id, limit=limit, snapshot=snapshot, rebuild_token=token, later=True
         )
     except cache.CacheUnavailable:
         return None

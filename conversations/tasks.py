@@ -47,8 +47,10 @@ def _run_with_dead_letter(task: Task, service: Callable[..., Any], payload: dict
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.messages_persist")
-def messages_persist(self: Task, payload: dict[str, Any]) -> int | None:
-    return _run_with_dead_letter(self, services.messages_persist, payload)
+def messages_persist(self: Task, payload: dict[str, Any]) -> None:
+    """One acknowledged write, persisted together with those of the tasks running beside it in this
+    worker (``services.PersistCommits``); its errors are its own."""
+    return _run_with_dead_letter(self, services.persist_commits.persist, payload)
 
 
 @shared_task(

@@ -18,6 +18,7 @@ from django.db import connection
 from django_redis import get_redis_connection
 from rest_framework.test import APIClient
 
+from conversations import services
 from memoryproject.celery import app as celery_app
 from tenants import services as tenant_services
 from tests.factories import TenantFactory
@@ -27,6 +28,30 @@ from tests.faults import CeleryWorker, wait_until
 @pytest.fixture(autouse=True)
 def clean_redis() -> None:
     get_redis_connection("default").flushdb()
+
+
+class InstallsInline(services.BackgroundInstalls):
+    """The reader's own thread runs the install it hands over, before its read answers: a test sees
+    the cache its read installed, and an interleaving schedules the install as the reader's step.
+    The install thread itself is tested with the ``background_installs`` fixture."""
+
+    def submit(self, install: Any) -> bool:
+        install()
+        return True
+
+
+@pytest.fixture(autouse=True)
+def installs_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(services, "background_installs", InstallsInline(limit=1))
+
+
+@pytest.fixture
+def background_installs(monkeypatch: pytest.MonkeyPatch) -> Iterator[services.BackgroundInstalls]:
+    """The install thread as the service runs it; every install has run when the test ends."""
+    installs = services.BackgroundInstalls(limit=64)
+    monkeypatch.setattr(services, "background_installs", installs)
+    yield installs
+    installs.wait(timeout=10)
 
 
 QUEUES = (settings.MEMORY_QUEUE, settings.MEMORY_DERIVED_QUEUE)

@@ -2,6 +2,7 @@
 idempotent (DESIGN.md 5.2), erased messages dropped, counters kept, and derived memory queued once
 per conversation however many writes arrive while it waits in the queue."""
 
+import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -9,11 +10,13 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django_redis import get_redis_connection
 
 from conversations import cache, services
 from conversations.models import Conversation, Message, Tombstone, tombstone_key
 from tests.conftest import take_queued_tasks
+from tests.faults import wait_until
 
 SEQ = 1_000_000
 
@@ -276,3 +279,95 @@ def test_a_conflict_in_a_group_is_that_payloads_error_only(tenant):
     assert isinstance(errors[0], services.PersistConflict)
     assert errors[1] is None
     assert stored(tenant) == [(SEQ, "one"), (SEQ + 2, "fine")]
+
+
+# --- Persist tasks running at once (``services.PersistCommits``) ---------------------------------
+
+
+class HeldStatements:
+    """The first persist holds its statement until ``release`` is set; every group is recorded."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.groups: list[int] = []
+        alone, together = services.messages_persist, services.messages_persist_group
+
+        def messages_persist(**kwargs: Any) -> int:
+            self.groups.append(1)
+            if not self.entered.is_set():
+                self.entered.set()
+                assert self.release.wait(10)
+            return alone(**kwargs)
+
+        def messages_persist_group(**kwargs: Any) -> list[Exception | None]:
+            self.groups.append(len(kwargs["payloads"]))
+            return together(**kwargs)
+
+        monkeypatch.setattr(services, "messages_persist", messages_persist)
+        monkeypatch.setattr(services, "messages_persist_group", messages_persist_group)
+
+
+def persist_at_once(commits: services.PersistCommits, held: HeldStatements, payloads: list[dict[str, Any]]) -> list[Any]:
+    """The first payload's task holds its statement while the others' tasks start; then it ends."""
+    outcomes: list[Any] = [None] * len(payloads)
+
+    def task(index: int) -> None:
+        try:
+            commits.persist(payloads[index])
+        except Exception as error:  # the task's own error, as Celery would see it
+            outcomes[index] = error
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=task, args=(index,)) for index in range(len(payloads))]
+    threads[0].start()
+    assert held.entered.wait(10)
+    for thread in threads[1:]:
+        thread.start()
+    wait_until(lambda: len(commits._queue) == len(payloads) - 1, timeout=10, message="the other tasks to wait")
+    held.release.set()
+    for thread in threads:
+        thread.join(10)
+    return outcomes
+
+
+def test_persist_tasks_that_start_during_a_statement_share_the_next_one(tenant, transactional_db, monkeypatch):
+    held = HeldStatements(monkeypatch)
+    payloads = [payload(tenant, [message(SEQ + n, f"turn {n}")]) for n in range(4)]
+
+    outcomes = persist_at_once(services.PersistCommits(limit=64), held, payloads)
+
+    assert outcomes == [None] * 4
+    assert held.groups == [1, 3]  # the first alone, the three that waited in one statement
+    assert stored(tenant) == [(SEQ + n, f"turn {n}") for n in range(4)]
+    assert Conversation.objects.for_tenant(tenant).get(conversation_id="c1").message_count == 4
+
+
+def test_a_payload_that_fails_in_a_shared_statement_fails_its_own_task_only(tenant, transactional_db, monkeypatch):
+    held = HeldStatements(monkeypatch)
+    taken = message(SEQ, "one")
+    payloads = [
+        payload(tenant, [taken]),
+        payload(tenant, [message(SEQ + 1, "fine")]),
+        payload(tenant, [taken | {"seq": SEQ + 2, "content": "other"}]),  # the same id, other content
+        payload(tenant, [message(SEQ + 3, "no NUL in PostgreSQL text \x00")]),
+    ]
+
+    outcomes = persist_at_once(services.PersistCommits(limit=64), held, payloads)
+
+    assert outcomes[:2] == [None, None]
+    assert isinstance(outcomes[2], services.PersistConflict)
+    assert outcomes[3] is not None
+    assert stored(tenant) == [(SEQ, "one"), (SEQ + 1, "fine")]
+
+
+def test_a_group_holds_at_most_limit_payloads_and_the_rest_follow_in_the_next(tenant, transactional_db, monkeypatch):
+    held = HeldStatements(monkeypatch)
+    payloads = [payload(tenant, [message(SEQ + n)]) for n in range(6)]
+
+    outcomes = persist_at_once(services.PersistCommits(limit=3), held, payloads)
+
+    assert outcomes == [None] * 6
+    assert held.groups == [1, 3, 2]  # the fifth task leads the last two
+    assert [seq for seq, _ in stored(tenant)] == [SEQ + n for n in range(6)]

@@ -13,8 +13,11 @@ published; a test plays the worker by calling ``services.messages_persist`` on t
 """
 
 import json
+import os
 import random
 import re
+import threading
+from collections.abc import Iterator
 from io import StringIO
 from typing import Any
 
@@ -232,6 +235,124 @@ def test_a_cold_read_of_an_unknown_conversation_is_a_404_that_leaves_nothing_in_
         window(tenant, "nowhere")
 
     assert cache.client().keys(f"{tenant.slug}:nowhere:*") == []
+
+
+# --- 1c. The reader does not wait for its install ---------------------------------------------------
+
+
+@pytest.fixture
+def held_installs(background_installs: services.BackgroundInstalls) -> Iterator[threading.Event]:
+    """The install thread busy until the test sets the event: the installs submitted meanwhile wait."""
+    release = threading.Event()
+    assert background_installs.submit(lambda: release.wait(10))
+    yield release
+    release.set()
+
+
+def test_a_cold_read_answers_before_its_install_which_follows_on_the_install_thread(
+    tenant, no_worker, published, background_installs, held_installs
+):
+    messages = [append(tenant, "c1", f"turn {turn}") for turn in range(3)]
+    persist(published, messages[0])  # the others stay pending
+    drop_list(tenant, "c1")
+
+    cold = window(tenant, "c1")
+    meanwhile = window(tenant, "c1")
+
+    assert cold.source == "rebuild"
+    assert cached_list(tenant, "c1") is None  # not installed yet: the reader did not wait for it
+    assert rebuild_lock_held(tenant, "c1")  # so other readers read PostgreSQL and the pending writes
+    assert meanwhile.source == "database"
+    assert ids(cold.messages) == ids(meanwhile.messages) == ids(messages)
+
+    held_installs.set()
+    background_installs.wait(timeout=10)
+
+    assert not rebuild_lock_held(tenant, "c1")
+    assert cached_list(tenant, "c1") == [header(True), *rows(tenant, "c1"), messages[1], messages[2]]
+    warm = window(tenant, "c1")
+    assert warm.source == "cache"
+    assert ids(warm.messages) == ids(messages)
+
+
+def test_an_append_while_a_readers_install_waits_is_never_hidden_by_it(
+    tenant, no_worker, published, background_installs, held_installs, installs
+):
+    earlier = [append(tenant, "c1", f"earlier {turn}") for turn in range(2)]
+    persist(published, earlier[0])
+    drop_list(tenant, "c1")
+    installs.clear()
+    cold = window(tenant, "c1")  # its install waits
+
+    later = append(tenant, "c1", "the append after the read")  # warms the cache itself, under its lock
+    held_installs.set()
+    background_installs.wait(timeout=10)
+
+    assert ids(cold.messages) == ids(earlier)
+    assert installs == [True, False]  # the append's rebuild installed; the reader's older list did not
+    assert not rebuild_lock_held(tenant, "c1")
+    seen = window(tenant, "c1")
+    assert seen.source == "cache"
+    assert ids(seen.messages) == ids([*earlier, later])
+
+
+def test_a_reader_past_the_waiting_installs_limit_installs_its_list_itself(tenant, no_worker, published, monkeypatch):
+    installs = services.BackgroundInstalls(limit=1)
+    monkeypatch.setattr(services, "background_installs", installs)
+    release = threading.Event()
+    assert installs.submit(lambda: release.wait(10))  # the one slot
+    try:
+        messages = [append(tenant, "c1", f"turn {turn}") for turn in range(2)]
+        drop_list(tenant, "c1")
+
+        cold = window(tenant, "c1")
+
+        assert cold.source == "rebuild"
+        assert cached_list(tenant, "c1") == [header(True), *messages]  # installed before the read answered
+        assert not rebuild_lock_held(tenant, "c1")
+    finally:
+        release.set()
+        installs.wait(timeout=10)
+
+
+def test_an_install_that_meets_redis_down_leaves_the_lock_to_expire_and_the_next_read_rebuilds(
+    tenant, no_worker, published, background_installs, monkeypatch
+):
+    messages = [append(tenant, "c1", f"turn {turn}") for turn in range(2)]
+    drop_list(tenant, "c1")
+    original = cache.install
+
+    def unreachable(**kwargs: Any) -> bool:
+        raise cache.CacheUnavailable("install: Connection refused")
+
+    monkeypatch.setattr(cache, "install", unreachable)
+    cold = window(tenant, "c1")
+    background_installs.wait(timeout=10)
+    monkeypatch.setattr(cache, "install", original)
+
+    assert ids(cold.messages) == ids(messages)
+    assert cached_list(tenant, "c1") is None
+    assert window(tenant, "c1").source == "database"  # the lock is held until it expires
+    cache.client().delete(cache.key(tenant.slug, "c1", "rebuild"))  # it expires
+    assert window(tenant, "c1").source == "rebuild"
+    background_installs.wait(timeout=10)
+    assert window(tenant, "c1").source == "cache"
+
+
+def test_a_forked_process_runs_installs_on_a_thread_of_its_own():
+    installs = services.BackgroundInstalls(limit=4)
+    installs.submit(lambda: None)
+    installs.wait(timeout=10)  # the parent's thread exists now; a child forked from here has none
+    child = os.fork()
+    if child == 0:  # the child: exit 0 only if an install runs there
+        ran = threading.Event()
+        try:
+            installs.submit(ran.set)
+            installs.wait(timeout=5)
+        finally:
+            os._exit(0 if ran.is_set() else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 # --- 2. An append racing a rebuild ----------------------------------------------------------------
