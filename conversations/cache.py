@@ -274,16 +274,20 @@ return {redis.call('HGET', KEYS[1], 'version') or '0', redis.call('HVALS', KEYS[
         redis.call('HGET', KEYS[1], 'last_seq') or '0'}
 """
 
-# Install a rebuilt list, only if nothing changed since its snapshot (the version guard), and release
-# the rebuild lock held with the token, if one is given, installed or not.
-# KEYS: state, messages, rebuild lock   ARGV: expected version, ttl, pending_ttl, header, last seq,
-# lock token ('' holds none), jsons...
+# Install a rebuilt list, only if nothing changed since its snapshot (the version guard) and it holds
+# no message an erase left behind it (an erase of a conversation Redis knew nothing of leaves no
+# version to move: its floor says what it erased), and release the rebuild lock held with the token,
+# if one is given, installed or not.
+# KEYS: state, messages, rebuild lock, erase floor   ARGV: expected version, ttl, pending_ttl, header,
+# last seq, lock token ('' holds none), jsons... (oldest first)
 INSTALL = (
     _BUMP
     + """
 if ARGV[6] ~= '' and redis.call('GET', KEYS[3]) == ARGV[6] then redis.call('DEL', KEYS[3]) end
 local version = redis.call('HGET', KEYS[1], 'version') or '0'
 if version ~= ARGV[1] then return 0 end
+local floor = tonumber(redis.call('GET', KEYS[4]) or '0')
+if #ARGV >= 7 and tonumber(string.match(ARGV[7], '^{"seq":(%d+)')) < floor then return 0 end
 redis.call('DEL', KEYS[2])
 redis.call('RPUSH', KEYS[2], ARGV[4])
 for i = 7, #ARGV, 1000 do
@@ -546,7 +550,7 @@ def install(
         "install",
         tenant_slug,
         _scripts().install,
-        keys=[f"{prefix}:state", f"{prefix}:messages", f"{prefix}:rebuild"],
+        keys=[f"{prefix}:state", f"{prefix}:messages", f"{prefix}:rebuild", erase_floor_key(tenant_slug, conversation_id)],
         args=[version, ttl, settings.MEMORY_PENDING_TTL, header_json(complete=complete), last_seq, rebuild_token]
         + [message_json(message) for message in messages],
     )

@@ -296,6 +296,27 @@ def test_an_append_while_a_readers_install_waits_is_never_hidden_by_it(
     assert ids(seen.messages) == ids([*earlier, later])
 
 
+@pytest.mark.parametrize("messages_only", [False, True], ids=["erase", "clear"])
+def test_an_erase_while_a_readers_install_waits_is_never_undone_by_it(
+    tenant, no_worker, published, background_installs, held_installs, messages_only
+):
+    erased = [append(tenant, "c1", f"a secret {turn}") for turn in range(2)]
+    for message in erased:
+        persist(published, message)
+    cache.client().delete(*cache.client().keys(f"{tenant.slug}:c1:*"))  # cold: Redis knows nothing of c1
+    cold = window(tenant, "c1")  # its install waits
+
+    services.conversation_erase(tenant=tenant, conversation_id="c1", messages_only=messages_only)
+    held_installs.set()
+    background_installs.wait(timeout=10)
+
+    assert ids(cold.messages) == ids(erased)
+    cached = cached_list(tenant, "c1") or []
+    assert not {m.get("id") for m in cached} & set(ids(erased))
+    if messages_only:
+        assert window(tenant, "c1").messages == []
+
+
 def test_a_reader_past_the_waiting_installs_limit_installs_its_list_itself(tenant, no_worker, published, monkeypatch):
     installs = services.BackgroundInstalls(limit=1)
     monkeypatch.setattr(services, "background_installs", installs)
