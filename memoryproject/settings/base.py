@@ -360,6 +360,11 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "django_structlog": {"level": "WARNING"},
+        # Celery's two lines per task (received, succeeded) cost a write worker a tenth of its CPU;
+        # the service logs each persisted write itself (``messages_persisted``: conversation, rows,
+        # lag). Retries, failures and the worker's own events still log.
+        "celery.app.trace": {"level": env.str("CELERY_TASK_LOG_LEVEL", default="WARNING")},
+        "celery.worker.strategy": {"level": env.str("CELERY_TASK_LOG_LEVEL", default="WARNING")},
     },
 }
 structlog.configure(
