@@ -16,6 +16,7 @@ With Redis down, seqs come from the conversation row in PostgreSQL and the conve
 for cache repair; with PostgreSQL down, the Redis path needs nothing from it.
 """
 
+import contextvars
 import json
 import os
 import threading
@@ -766,9 +767,9 @@ class PersistCommits(_Relay):
         try:
             if len(batch) == 1:
                 try:
-                    messages_persist(payload=mine.payload)
+                    messages_persist(payload=batch[0].payload)
                 except Exception as error:
-                    mine.error = error
+                    batch[0].error = error
             else:
                 errors = messages_persist_group(payloads=[waiting.payload for waiting in batch])
                 for waiting, error in zip(batch, errors, strict=True):
@@ -978,9 +979,11 @@ class BackgroundInstalls:
         if not slots.acquire(blocking=False):
             return False
 
+        context = contextvars.copy_context()  # its log lines carry the request's fields
+
         def run() -> None:
             try:
-                install()
+                context.run(install)
             except Exception:  # a thread of its own: nobody else would see it
                 logger.exception("cache_install_failed")
             finally:
