@@ -10,7 +10,8 @@ The append path, in order (``message_append``):
    If the broker refuses or is down, the lock is released and nothing was written: 503.
 4. The messages join the cached list and the pending hash in one script, which releases the lock:
    they are in the window at once (read-your-writes) and survive a rebuild until persisted.
-5. A worker commits the rows (``messages_persist``), idempotently, then settles the cache.
+5. A worker commits the rows (``messages_persist``), idempotently, then settles the cache; the
+   persist tasks it runs at once share one statement (``PersistCommits``).
 
 With Redis down, seqs come from the conversation row in PostgreSQL and the conversation is marked
 for cache repair; with PostgreSQL down, the Redis path needs nothing from it.
@@ -533,7 +534,7 @@ def publish(task: Any, payload: dict[str, Any]) -> None:
 
 def publish_args(task: Any, *args: Any) -> None:
     try:
-        _send_task(task.name, list(args))
+        _send_task(task, list(args))
     except Exception as error:  # any failure means the message is not known to be durable
         metrics.publish_failures.inc()
         logger.error("publish_failed", task=task.name, error=repr(error))
@@ -543,7 +544,7 @@ def publish_args(task: Any, *args: Any) -> None:
         ) from error
 
 
-def _send_task(name: str, args: list[Any]) -> None:
+def _send_task(task: Any, args: list[Any]) -> None:
     """Publish the message ``apply_async`` would, built by Celery's own builder (``as_task_v2``),
     without the routing and signal machinery around it: a quarter of what an append spends publishing.
 
@@ -553,10 +554,9 @@ def _send_task(name: str, args: list[Any]) -> None:
     Celery would put a repr of the payload in a header too: time spent on every append for a copy
     nobody needs (the payload is the body).
     """
-    from memoryproject.celery import app
-
+    app = task.app
     headers, properties, body, _ = app.amqp.as_task_v2(
-        kombu_uuid(), name, args, {}, argsrepr=f"({len(args)} withheld)", kwargsrepr="{}"
+        kombu_uuid(), task.name, args, {}, argsrepr=f"({len(args)} withheld)", kwargsrepr="{}"
     )
     queue = app.amqp.queues[settings.MEMORY_QUEUE]
     options = dict(

@@ -340,6 +340,7 @@ MEMORY_TENANT_OVERRIDABLE = (
 import structlog  # noqa: E402
 
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
+WORKER_TASK_LOG_LEVEL = env.str("CELERY_TASK_LOG_LEVEL", default="WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -363,8 +364,8 @@ LOGGING = {
         # Celery's two lines per task (received, succeeded) cost a write worker a tenth of its CPU;
         # the service logs each persisted write itself (``messages_persisted``: conversation, rows,
         # lag). Retries, failures and the worker's own events still log.
-        "celery.app.trace": {"level": env.str("CELERY_TASK_LOG_LEVEL", default="WARNING")},
-        "celery.worker.strategy": {"level": env.str("CELERY_TASK_LOG_LEVEL", default="WARNING")},
+        "celery.app.trace": {"level": WORKER_TASK_LOG_LEVEL},
+        "celery.worker.strategy": {"level": WORKER_TASK_LOG_LEVEL},
     },
 }
 structlog.configure(

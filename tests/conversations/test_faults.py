@@ -2,6 +2,7 @@
 down, Redis flushed or restarted, PostgreSQL unreachable, a worker killed mid-task, a task that
 keeps failing. Every fault acts on a process or proxy the test starts itself."""
 
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -87,6 +88,26 @@ def test_a_broker_that_is_down_gets_503_with_retry_after(api, tenant, transactio
     assert int(answer["Retry-After"]) > 0
     assert [key for key in cache_keys("acme", "no-broker") if key.endswith((b":messages", b":pending"))] == []
     assert append(api, "no-broker", "now it works").status_code == 201
+
+
+def test_a_pooled_broker_connection_the_broker_dropped_is_reconnected_and_the_append_is_durable(
+    api, tenant, no_worker
+):
+    assert append(api, "dropped", "before").status_code == 201  # a producer now waits in the pool
+    with celery_app.producer_pool.acquire(block=True) as producer:
+        producer.connection.connect()
+        producer.connection.connection.transport.sock.shutdown(socket.SHUT_RDWR)  # as a broker restart leaves it
+
+    answer = append(api, "dropped", "after the drop")
+
+    assert answer.status_code == 201, answer.content
+    with celery_app.connection_for_write() as broker:
+        channel = broker.default_channel
+        bodies = []
+        while (message := channel.basic_get(settings.MEMORY_QUEUE, no_ack=False)) is not None:
+            bodies.append(str(message.body))
+        channel.basic_recover(requeue=True)
+    assert any(answer.json()["messages"][0]["id"] in body for body in bodies)
 
 
 # --- 3. Ordered, across a Redis restart ------------------------------------------------------
