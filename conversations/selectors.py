@@ -118,7 +118,7 @@ def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQu
         return _window_from_database(
             tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True, pending=found.snapshot.pending
         )
-    if found.complete or (not filtered and found.length >= wanted):
+    if found.complete or (not filtered and len(found.elements) >= wanted):
         metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=True)
         if _debug_enabled():
             logger.debug("context_loaded_from_cache", tenant=tenant.slug, conversation_id=conversation_id)

@@ -703,7 +703,10 @@ def messages_persist(*, payload: dict[str, Any], schedule_derived: bool = True) 
     queues it once per conversation).
     """
     found = _persist_rows([payload])
-    return _persist_settle(payload=payload, persisted=found[_persist_key(payload)], schedule_derived=schedule_derived)
+    outcome = _persist_outcome(payload=payload, persisted=found[_persist_key(payload)])
+    _settle([outcome], schedule_derived=schedule_derived)
+    outcome.raise_conflicts()
+    return outcome.inserted
 
 
 def messages_persist_group(*, payloads: Sequence[dict[str, Any]]) -> list[Exception | None]:
@@ -717,14 +720,30 @@ def messages_persist_group(*, payloads: Sequence[dict[str, Any]]) -> list[Except
         logger.warning("persist_group_split", payloads=len(payloads), error=str(error))
         found = None
     errors: list[Exception | None] = []
+    if found is not None:
+        outcomes = []
+        for payload in payloads:
+            try:
+                outcomes.append(_persist_outcome(payload=payload, persisted=found[_persist_key(payload)]))
+            except Exception as error:  # retried alone by the caller, with its own retries and dead letter
+                outcomes.append(error)
+        _settle([outcome for outcome in outcomes if isinstance(outcome, _Outcome)], schedule_derived=True)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                errors.append(outcome)
+                continue
+            try:
+                outcome.raise_conflicts()
+            except PersistConflict as error:
+                errors.append(error)
+                continue
+            errors.append(None)
+        return errors
     changed = {}
     for payload in payloads:
         try:
-            if found is None:
-                with transaction.atomic():
-                    inserted = messages_persist(payload=payload, schedule_derived=False)
-            else:
-                inserted = _persist_settle(payload=payload, persisted=found[_persist_key(payload)], schedule_derived=False)
+            with transaction.atomic():
+                inserted = messages_persist(payload=payload, schedule_derived=False)
         except Exception as error:  # retried alone by the caller, with its own retries and dead letter
             errors.append(error)
             continue
@@ -784,11 +803,26 @@ class PersistCommits(_Relay):
 persist_commits = PersistCommits(limit=64)
 
 
-def _persist_settle(*, payload: dict[str, Any], persisted: _Persisted, schedule_derived: bool) -> int:
+@dataclass
+class _Outcome:
+    """What the statement did with one payload, and what the cache must do about it."""
+
+    payload: dict[str, Any]
+    inserted: int
+    settled: list[dict[str, Any]]  # committed by this payload, or before it with the same seq (a redelivery)
+    removed: list[dict[str, Any]]  # erased before the commit, or a resend's second copy
+    conflicts: list[str]  # ids stored with other content
+
+    def raise_conflicts(self) -> None:
+        if self.conflicts:
+            raise PersistConflict(f"message ids already stored with other content: {', '.join(self.conflicts)}")
+
+
+def _persist_outcome(*, payload: dict[str, Any], persisted: _Persisted) -> _Outcome:
     """After the statement, one payload: what it inserted settles in the cache; a message it did not
     insert is read back. A redelivery finds its rows stored (settled), a resend that got a second seq
     finds the first copy (its own seq leaves the cache), an id stored with other content, or a seq
-    taken by another message, is a ``PersistConflict``."""
+    taken by another message, is a conflict. Logs the payload's rows and lag."""
     tenant_id, conversation_id, messages = payload["tenant_id"], payload["conversation_id"], payload["messages"]
     erased = [m for m in messages if m["seq"] < persisted.floor]
     mine = {(m["id"], m["seq"]) for m in messages} & persisted.inserted
@@ -826,12 +860,57 @@ def _persist_settle(*, payload: dict[str, Any], persisted: _Persisted, schedule_
         inserted=inserted,
         lag_ms=round(lag * 1000, 3),
     )
-    _settle_cache(payload=payload, settled=settled, removed=losers + erased)
-    if inserted and schedule_derived:
-        derived_memory_schedule(tenant_id=tenant_id, tenant_slug=payload["tenant_slug"], conversation_id=conversation_id)
-    if conflicts:
-        raise PersistConflict(f"message ids already stored with other content: {', '.join(conflicts)}")
-    return inserted
+    return _Outcome(payload=payload, inserted=inserted, settled=settled, removed=losers + erased, conflicts=conflicts)
+
+
+def _settle(outcomes: Sequence[_Outcome], *, schedule_derived: bool) -> None:
+    """What a statement committed, in the cache in one Redis round trip: every payload's messages
+    settle, and (``schedule_derived``) the conversations it added rows to claim their derived memory,
+    once each, published here. A payload the cache could not settle is marked for repair."""
+    changed: dict[tuple[int, str], str] = {}
+    if schedule_derived:
+        changed = {_persist_key(o.payload): o.payload["tenant_slug"] for o in outcomes if o.inserted}
+    settlements = [
+        cache.Settlement(
+            tenant_slug=o.payload["tenant_slug"],
+            conversation_id=o.payload["conversation_id"],
+            settled=o.settled,
+            removed=o.removed,
+        )
+        for o in outcomes
+    ]
+    claims = [(tenant_slug, conversation_id) for (_, conversation_id), tenant_slug in changed.items()]
+    try:
+        result = cache.settle(
+            settlements,
+            ttl=settings.MEMORY_TTL_EXTENDED,
+            claims=claims,
+            tasks=DERIVED_TASKS,
+            claim_ttl=DERIVED_QUEUED_TTL,
+        )
+        failed, claimed = result.failed, result.claimed
+    except cache.CacheUnavailable as error:
+        failed, claimed = [str(error)] * len(outcomes), [None] * len(claims)
+    for outcome, error in zip(outcomes, failed, strict=True):
+        if error:
+            _settle_failed(payload=outcome.payload, error=error)
+    for ((tenant_id, conversation_id), tenant_slug), names in zip(changed.items(), claimed, strict=True):
+        _derived_publish(
+            tenant_id=tenant_id,
+            tenant_slug=tenant_slug,
+            conversation_id=conversation_id,
+            names=list(DERIVED_TASKS) if names is None else names,  # no marks to go by: queue them all
+        )
+
+
+def _settle_failed(*, payload: dict[str, Any], error: str) -> None:
+    """The cached list may now miss a committed row: mark it, the sweeper invalidates it later."""
+    tenant_slug, conversation_id = payload["tenant_slug"], payload["conversation_id"]
+    logger.warning("persist_cache_settle_failed", tenant=tenant_slug, conversation_id=conversation_id, error=error)
+    CacheRepair.unscoped.get_or_create(tenant_id=payload["tenant_id"], conversation_id=conversation_id)  # repair queue
+    from conversations import tasks
+
+    tasks.cache_repair_sweep.apply_async(countdown=5)
 
 
 DERIVED_TASKS = ("search.tasks.conversation_embed", "summaries.tasks.conversation_summarize")
@@ -844,23 +923,29 @@ def derived_memory_schedule(*, tenant_id: int, tenant_slug: str, conversation_id
 
     Each task reads the conversation's messages when it starts, so one already queued for the
     conversation (marked in Redis) will find these too: it is not queued twice. A task clears its mark
-    before reading (``derived_started``), so a write persisted after that queues it again.
+    before reading (``derived_started``), so a write persisted after that queues it again. A worker
+    claims the marks in the round trip that settles what it committed (``_settle``).
 
     Best effort: the messages are committed whatever happens here. A vector missed now is found by
     the hourly backfill; a summary missed now is made by the next persist, which finds it still due.
     """
-    from memoryproject.celery import app
-
     try:
         names = cache.derived_claim(
             tenant_slug=tenant_slug, conversation_id=conversation_id, tasks=DERIVED_TASKS, ttl=DERIVED_QUEUED_TTL
         )
     except cache.CacheUnavailable:
         names = list(DERIVED_TASKS)  # no marks to go by: queue them all
+    _derived_publish(tenant_id=tenant_id, tenant_slug=tenant_slug, conversation_id=conversation_id, names=names)
+
+
+def _derived_publish(*, tenant_id: int, tenant_slug: str, conversation_id: str, names: Sequence[str]) -> None:
+    """Publish the derived tasks claimed for a conversation; one the broker refuses gives its mark back."""
+    from memoryproject.celery import app
+
     for name in names:
         try:
             app.send_task(name, args=[tenant_id, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
-        except Exception as error:  # the broker refused: see the docstring
+        except Exception as error:  # the broker refused: see derived_memory_schedule
             logger.warning("derived_memory_unscheduled", task=name, conversation_id=conversation_id, error=repr(error))
             derived_started(tenant_slug=tenant_slug, conversation_id=conversation_id, task=name)
 
@@ -891,28 +976,6 @@ def _conversation_for_update(*, tenant_id: int, conversation_id: str, user_id: s
         conversation.agent_id = conversation.agent_id or agent_id
         conversation.save(update_fields=["user_id", "agent_id"])
     return conversation
-
-
-def _settle_cache(*, payload: dict[str, Any], settled: list[dict[str, Any]], removed: list[dict[str, Any]]) -> None:
-    tenant_slug, conversation_id = payload["tenant_slug"], payload["conversation_id"]
-    try:
-        if settled:
-            cache.merge(
-                tenant_slug=tenant_slug,
-                conversation_id=conversation_id,
-                messages=settled,
-                mode="settled",
-                ttl=settings.MEMORY_TTL_EXTENDED,
-            )
-        for message in removed:
-            cache.remove(tenant_slug=tenant_slug, conversation_id=conversation_id, message=message)
-    except cache.CacheUnavailable as error:
-        # The cached list may now miss a committed row: mark it, the sweeper invalidates it later.
-        logger.warning("persist_cache_settle_failed", tenant=tenant_slug, conversation_id=conversation_id, error=str(error))
-        CacheRepair.unscoped.get_or_create(tenant_id=payload["tenant_id"], conversation_id=conversation_id)  # repair queue
-        from conversations import tasks
-
-        tasks.cache_repair_sweep.apply_async(countdown=5)
 
 
 def dead_letter_record(*, task_name: str, payload: dict[str, Any], error: str, attempts: int) -> DeadLetter:

@@ -463,15 +463,15 @@ def test_window_is_none_on_a_miss():
     assert window(10) is None
 
 
-def test_window_returns_the_newest_messages_oldest_first_with_the_list_length():
+def test_window_returns_the_newest_messages_oldest_first_and_completeness_only_from_the_header():
     install([message(seq) for seq in (10, 20, 30, 40, 50)])
 
     newest = window(3)
 
     assert [m["seq"] for m in newest.messages] == [30, 40, 50]
-    assert newest.length == 5
-    assert newest.complete is True
+    assert newest.complete is False  # the read did not reach the header: it cannot tell
     assert newest.messages[-1] == message(50)
+    assert window(5).complete is True
 
 
 def test_window_asking_for_more_than_the_list_holds_returns_every_message_without_the_header():
@@ -480,7 +480,6 @@ def test_window_asking_for_more_than_the_list_holds_returns_every_message_withou
     everything = window(100)
 
     assert [m["seq"] for m in everything.messages] == [10, 20]
-    assert everything.length == 2
     assert everything.complete is False
 
 
@@ -489,7 +488,7 @@ def test_the_window_of_an_empty_cached_conversation_is_empty_not_a_miss():
 
     empty = window(10)
 
-    assert (empty.complete, empty.length, empty.messages) == (True, 0, [])
+    assert (empty.complete, empty.messages) == (True, [])
 
 
 def test_a_window_reaching_the_start_of_a_long_list_leaves_out_only_the_header():
@@ -541,7 +540,7 @@ def test_a_window_hit_takes_no_rebuild_lock():
 
     found = window_or_lock("reader-1")
 
-    assert (found.complete, found.length, found.messages) == (True, 1, [message(10)])
+    assert (found.complete, found.messages) == (True, [message(10)])
     assert redis().exists(keys().rebuild) == 0
 
 
@@ -554,7 +553,7 @@ def test_a_list_cached_between_the_read_and_the_miss_script_is_the_window_withou
     found = window_or_lock("reader-1")
 
     assert isinstance(found, cache.CachedWindow)
-    assert (found.complete, found.length) == (False, 12)
+    assert found.complete is False
     assert [m["seq"] for m in found.messages] == list(range(12, 22))
     assert found.elements[0].startswith(b'{"seq":12,')
     assert redis().exists(keys().rebuild) == 0

@@ -90,9 +90,7 @@ def test_a_broker_that_is_down_gets_503_with_retry_after(api, tenant, transactio
     assert append(api, "no-broker", "now it works").status_code == 201
 
 
-def test_a_pooled_broker_connection_the_broker_dropped_is_reconnected_and_the_append_is_durable(
-    api, tenant, no_worker
-):
+def test_a_pooled_broker_connection_the_broker_dropped_is_reconnected_and_the_append_is_durable(api, tenant, no_worker):
     assert append(api, "dropped", "before").status_code == 201  # a producer now waits in the pool
     with celery_app.producer_pool.acquire(block=True) as producer:
         producer.connection.connect()

@@ -102,7 +102,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 def steps(monkeypatch: pytest.MonkeyPatch, published: list[dict[str, Any]]) -> RaceSteps:
     """Marks the steps of every actor (see the module docstring) where they reach the cache or the broker."""
     steps = RaceSteps()
-    snapshot, install, reserve, merge, remove = cache.snapshot, cache.install, cache.reserve, cache.merge, cache.remove
+    snapshot, install, reserve, merge, settle = cache.snapshot, cache.install, cache.reserve, cache.merge, cache.settle
     pending, erase, publish = cache.pending, cache.erase, services.publish
 
     def marked_snapshot(**kwargs: Any) -> cache.Snapshot:
@@ -123,18 +123,17 @@ def steps(monkeypatch: pytest.MonkeyPatch, published: list[dict[str, Any]]) -> R
         return reservation
 
     def marked_merge(**kwargs: Any) -> None:
-        if kwargs["mode"] == "pending":
-            steps.at("merge")
-        elif steps.kills:
-            steps.kills -= 1
-            raise WorkerKilled
-        else:
-            steps.at("settle")
+        steps.at("merge")
         merge(**kwargs)
 
-    def marked_remove(**kwargs: Any) -> None:
-        steps.at("settle")  # the worker settles a message it dropped (erased) or lost (a duplicate id)
-        remove(**kwargs)
+    def marked_settle(settlements: Any, **kwargs: Any) -> cache.Settled:
+        # The worker settles what it committed: messages now rows, and those it dropped (erased) or
+        # lost (a duplicate id).
+        if steps.kills:
+            steps.kills -= 1
+            raise WorkerKilled
+        steps.at("settle")
+        return settle(settlements, **kwargs)
 
     def marked_pending(**kwargs: Any) -> list[dict[str, Any]]:
         steps.at("delete")  # the erase reads the pending writes, then deletes rows in one transaction
@@ -152,7 +151,7 @@ def steps(monkeypatch: pytest.MonkeyPatch, published: list[dict[str, Any]]) -> R
     monkeypatch.setattr(cache, "install", marked_install)
     monkeypatch.setattr(cache, "reserve", marked_reserve)
     monkeypatch.setattr(cache, "merge", marked_merge)
-    monkeypatch.setattr(cache, "remove", marked_remove)
+    monkeypatch.setattr(cache, "settle", marked_settle)
     monkeypatch.setattr(cache, "pending", marked_pending)
     monkeypatch.setattr(cache, "erase", marked_erase)
     monkeypatch.setattr(services, "publish", marked_publish)

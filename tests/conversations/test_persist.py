@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import redis
 from django.conf import settings
 from django.db import connection
 from django_redis import get_redis_connection
@@ -187,10 +188,10 @@ def test_another_conversation_is_queued_on_its_own(tenant):
 
 
 def test_without_redis_the_derived_tasks_are_queued_every_time(tenant, monkeypatch):
-    def unreachable(**_: Any) -> None:
-        raise cache.CacheUnavailable("derived_claim: connection refused")
+    def unreachable(*_: Any, **__: Any) -> None:
+        raise cache.CacheUnavailable("settle: connection refused")
 
-    monkeypatch.setattr(cache, "derived_claim", unreachable)
+    monkeypatch.setattr(cache, "settle", unreachable)
     services.messages_persist(payload=payload(tenant, [message(SEQ)]))
     services.messages_persist(payload=payload(tenant, [message(SEQ + 1)]))
     assert derived_queued() == sorted(services.DERIVED_TASKS * 2)
@@ -279,6 +280,72 @@ def test_a_conflict_in_a_group_is_that_payloads_error_only(tenant):
     assert isinstance(errors[0], services.PersistConflict)
     assert errors[1] is None
     assert stored(tenant) == [(SEQ, "one"), (SEQ + 2, "fine")]
+
+
+# --- Settling in the cache (``cache.settle``) ----------------------------------------------------
+
+
+def pending_ids(tenant: Any, conversation_id: str = "c1") -> set[str]:
+    return {found.decode() for found in get_redis_connection("default").hkeys(cache.key(tenant.slug, conversation_id, "pending"))}
+
+
+def test_a_group_settles_and_claims_its_derived_memory_in_one_redis_round_trip(tenant, other_tenant, monkeypatch):
+    group = [
+        payload(tenant, [message(SEQ, "a"), message(SEQ + 1, "b")]),
+        payload(tenant, [message(SEQ, "c")], conversation_id="c2"),
+        payload(other_tenant, [message(SEQ, "d")]),
+    ]
+    for each in group:
+        owner = tenant if each["tenant_id"] == tenant.pk else other_tenant
+        pend(owner, each["messages"], conversation_id=each["conversation_id"])
+    sent = []
+    send = redis.connection.AbstractConnection.send_packed_command
+    monkeypatch.setattr(
+        redis.connection.AbstractConnection,
+        "send_packed_command",
+        lambda connection, command, check_health=True: sent.append(command) or send(connection, command, check_health),
+    )
+
+    assert services.messages_persist_group(payloads=group) == [None] * 3
+
+    assert len(sent) == 1  # one pipeline: three settlements and three conversations' claims
+    assert pending_ids(tenant) == pending_ids(tenant, "c2") == pending_ids(other_tenant) == set()
+    assert (cached(tenant), cached(tenant, "c2"), cached(other_tenant)) == ([SEQ, SEQ + 1], [SEQ], [SEQ])
+    assert derived_queued() == sorted(services.DERIVED_TASKS * 3)
+
+
+def test_a_settlement_redis_refuses_fails_alone_and_its_conversation_is_marked_for_repair(tenant):
+    from conversations.models import CacheRepair
+
+    settles, refuses = message(SEQ, "a"), message(SEQ, "b")
+    pend(tenant, [settles])
+    pend(tenant, [refuses], conversation_id="c2")
+    get_redis_connection("default").set(cache.key(tenant.slug, "c2", "messages"), "not a list")  # WRONGTYPE in the script
+
+    errors = services.messages_persist_group(
+        payloads=[payload(tenant, [settles]), payload(tenant, [refuses], conversation_id="c2")]
+    )
+
+    assert errors == [None, None]  # both committed: a cache that missed the settle is repaired, not retried
+    assert stored(tenant) == [(SEQ, "a")]
+    assert stored(tenant, "c2") == [(SEQ, "b")]
+    assert pending_ids(tenant) == set()
+    repairs = set(CacheRepair.unscoped.filter(tenant=tenant).values_list("conversation_id", flat=True))
+    assert repairs == {"c2"}
+
+
+def test_a_settle_after_redis_lost_its_scripts_loads_them_again(tenant):
+    from conversations.models import CacheRepair
+
+    first = message(SEQ)
+    pend(tenant, [first])
+    get_redis_connection("default").script_flush()
+
+    services.messages_persist(payload=payload(tenant, [first]))
+
+    assert pending_ids(tenant) == set()
+    assert cached(tenant) == [SEQ]
+    assert not CacheRepair.unscoped.filter(tenant=tenant).exists()
 
 
 # --- Persist tasks running at once (``services.PersistCommits``) ---------------------------------
