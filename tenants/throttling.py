@@ -13,7 +13,7 @@ overridden per tenant (``Tenant.settings``); a limit of 0 turns throttling off f
 
 The count costs no round trip of its own once a process has seen a key: the authentication reads
 the key's record and counts the request in the window of the tenant it belonged to last time, in
-one MULTI (``conversations.cache.auth_record_counted``); this throttle then only compares. A key that moved to
+one script (``conversations.cache.auth_record_counted``); this throttle then only compares. A key that moved to
 another tenant (or whose tenant changed its window) is counted again where it belongs and taken
 back where it was guessed; a key that fails to authenticate is taken back too.
 

@@ -151,13 +151,21 @@ def make_one_string_hostile(case: Case) -> bool:
     spec = operation(case.operation.label)
     places: list[tuple[Any, Any, bool]] = []  # (container, key or index, inside the JSON body)
 
-    def nested_strings(value: Any) -> None:
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for name, item in items:
+    def nested_strings(value: Any, declared: dict[str, Any]) -> None:
+        """The strings inside ``value`` that its schema declares: an object's documented properties
+        (every key of a free-form object, which the API stores as it is), an array's items."""
+        declared = resolved(declared)
+        if isinstance(value, dict):
+            properties = declared.get("properties")
+            names = sorted(value) if properties is None else sorted(set(properties) & set(value))
+            items = [(name, value[name], {} if properties is None else properties[name]) for name in names]
+        else:
+            items = [(index, item, declared.get("items", {})) for index, item in enumerate(value)]
+        for name, item, item_schema in items:
             if isinstance(item, str):
                 places.append((value, name, True))
             elif isinstance(item, dict | list):
-                nested_strings(item)
+                nested_strings(item, item_schema)
 
     path = case.path_parameters or {}
     places.extend((path, name, False) for name in sorted(path) if isinstance(path[name], str))
@@ -168,11 +176,7 @@ def make_one_string_hostile(case: Case) -> bool:
         elif isinstance(query[name], list):
             places.extend((query[name], index, False) for index, item in enumerate(query[name]) if isinstance(item, str))
     if isinstance(case.body, dict):
-        for name in sorted(body_properties(spec) & set(case.body)):
-            if isinstance(case.body[name], str):
-                places.append((case.body, name, True))
-            elif isinstance(case.body[name], dict | list):
-                nested_strings(case.body[name])
+        nested_strings(case.body, body_schema(spec))
     if not places:
         return False
     choice = zlib.crc32(repr((case.path_parameters, case.query, case.body)).encode("utf-8", "backslashreplace"))
@@ -185,12 +189,19 @@ def query_parameters(spec: dict[str, Any]) -> set[str]:
     return {parameter["name"] for parameter in spec.get("parameters", []) if parameter["in"] == "query"}
 
 
-def body_properties(spec: dict[str, Any]) -> set[str]:
-    """The top-level properties of an operation's JSON body, as documented."""
-    body = spec.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
-    if "$ref" in body:
-        body = schema.raw_schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
-    return set(body.get("properties", {}))
+def body_schema(spec: dict[str, Any]) -> dict[str, Any]:
+    """An operation's JSON body, as documented (an object of no declared property when it has none)."""
+    body = spec.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    return resolved(body) if body else {"properties": {}}
+
+
+def resolved(declared: dict[str, Any]) -> dict[str, Any]:
+    """A schema with its reference (``$ref``, or a lone ``allOf`` entry) followed."""
+    if len(declared.get("allOf", ())) == 1:
+        declared = declared["allOf"][0]
+    if "$ref" in declared:
+        return resolved(schema.raw_schema["components"]["schemas"][declared["$ref"].rsplit("/", 1)[1]])
+    return declared
 
 
 # --- The gaps, each a test that passes once the schema is fixed ---------------------------------------
