@@ -54,7 +54,7 @@ def key(tenant_slug: str, conversation_id: str, suffix: str) -> str:
 
 def _prefix(tenant_slug: str, conversation_id: str) -> str:
     prefix = f"{tenant_slug}:{conversation_id}"
-    if getattr(settings, "MEMORY_REDIS_HASH_TAGS", False):
+    if settings.MEMORY_REDIS_HASH_TAGS:
         prefix = "{" + prefix + "}"
     return prefix
 
@@ -85,7 +85,7 @@ def erase_floor_key(tenant_slug: str, conversation_id: str) -> str:
     conversation (or user) leaves nothing readable in Redis. With hash tags on (Redis Cluster) it
     must share the conversation's slot, so it takes the conversation's tag instead.
     """
-    if getattr(settings, "MEMORY_REDIS_HASH_TAGS", False):
+    if settings.MEMORY_REDIS_HASH_TAGS:
         return key(tenant_slug, conversation_id, "erased")
     return f"{tenant_slug}:erased:{hashlib.sha256(conversation_id.encode()).hexdigest()}"
 

@@ -126,6 +126,17 @@ def test_every_value_the_service_caches_is_json_and_every_key_expires(api, tenan
     assert suffixes == {"messages": "list", "message": "string", "memory": "string", "pending": "hash", "state": "hash"}
 
 
+def test_redis_hash_tags_are_read_from_the_environment():
+    probe = "import django; django.setup(); from conversations import cache; print(cache.key('acme', 'c1', 'messages'))"
+    environment = dict(os.environ, DJANGO_SETTINGS_MODULE="memoryproject.settings.test", MEMORY_REDIS_HASH_TAGS="true")
+    finished = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+
+    assert finished.stdout.strip() == "{acme:c1}:messages", finished.stderr
+    assert cache.key("acme", "c1", "messages") == "acme:c1:messages"  # off unless asked for
+
+
 # --- Production settings -------------------------------------------------------------------------
 
 

@@ -213,6 +213,10 @@ REST_FRAMEWORK = {
     # Per tenant: MEMORY_RATE_LIMIT requests per MEMORY_RATE_WINDOW seconds, counted in Redis.
     "DEFAULT_THROTTLE_CLASSES": ["tenants.throttling.TenantRateThrottle"],
 }
+# djangorestframework-api-key's header: the key comes in "Authorization: Api-Key <key>". Set, not left
+# out: the library reads it on every request, and Django caches only a setting that exists (a missing
+# one costs an AttributeError each time).
+API_KEY_CUSTOM_HEADER = None
 SPECTACULAR_SETTINGS = {
     "TITLE": "Conversation memory service",
     "DESCRIPTION": "Memory for LLM agents: conversations, messages and the memory document, per tenant.",
@@ -266,6 +270,8 @@ MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
 MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
 MEMORY_MAX_ID_LENGTH = min(200, env.int("MEMORY_MAX_ID_LENGTH", default=200))  # the column holds 200
 MEMORY_CACHE_LIST_LIMIT = env.int("MEMORY_CACHE_LIST_LIMIT", default=1000)
+# Redis Cluster: every key of a conversation in one slot (its "<tenant>:<conv>" as a hash tag).
+MEMORY_REDIS_HASH_TAGS = env.bool("MEMORY_REDIS_HASH_TAGS", default=False)
 MEMORY_PENDING_TTL = env.int("MEMORY_PENDING_TTL", default=7 * 86400)
 MEMORY_APPEND_LOCK_TIMEOUT = env.float("MEMORY_APPEND_LOCK_TIMEOUT", default=5.0)
 MEMORY_REBUILD_LOCK_TTL = env.int("MEMORY_REBUILD_LOCK_TTL", default=30)
