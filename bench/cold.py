@@ -41,7 +41,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -364,30 +364,34 @@ def _sizes(pg: psycopg.Connection) -> dict[str, int]:
 # --- The figures --------------------------------------------------------------------------------
 
 
-def _timed(
-    operation: Callable[[StoredConversation], object],
-    conversations: list[StoredConversation],
-    *,
-    label: str,
-    before: Callable[[StoredConversation], object] | None = None,
-    after: Callable[[StoredConversation], object] | None = None,
-) -> tuple[list[float], float, Counts]:
-    """Latencies (ms) of ``operation`` on each conversation, their sum (s) and what they cost in round
-    trips; ``before`` and ``after`` run untimed and uncounted around each call."""
-    samples: list[float] = []
-    total = Counts()
-    for conversation in tqdm(conversations, desc=label, unit="op", leave=False):
-        if before is not None:
-            before(conversation)
-        with counting() as counts:
-            started = time.perf_counter()
-            operation(conversation)
-            samples.append((time.perf_counter() - started) * 1000)
-        total.redis += counts.redis
-        total.sql += counts.sql
-        if after is not None:
-            after(conversation)
-    return samples, sum(samples) / 1000, total
+@dataclass
+class _Timed:
+    """One system's cold reads: what it calls, untimed around each call, and what it measured."""
+
+    read: Callable[[StoredConversation], object]
+    around: Callable[[StoredConversation], object] | None
+    conversations: list[StoredConversation]
+    samples: list[float] = field(default_factory=list)  # ms
+    counts: Counts = field(default_factory=Counts)
+
+
+def _take_turns(systems: list[_Timed]) -> None:
+    """One read of each system in turn, ``around`` run untimed and uncounted before and after each: a
+    cold read's cost is mostly where its pages are (PostgreSQL's buffers, the kernel's page cache, the
+    disk), and whatever changes that during the run changes it for every system alike."""
+    for turn in tqdm(range(len(systems[0].conversations)), desc="cold reads, the systems in turn", unit="turn", leave=False):
+        for system in systems:
+            conversation = system.conversations[turn]
+            if system.around is not None:
+                system.around(conversation)
+            with counting() as counts:
+                started = time.perf_counter()
+                system.read(conversation)
+                system.samples.append((time.perf_counter() - started) * 1000)
+            system.counts.redis += counts.redis
+            system.counts.sql += counts.sql
+            if system.around is not None:
+                system.around(conversation)
 
 
 def _cycled(order: list[StoredConversation], start: int, count: int) -> list[StoredConversation]:
@@ -396,7 +400,8 @@ def _cycled(order: list[StoredConversation], start: int, count: int) -> list[Sto
 
 def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> list[Figures]:
     """The newest 50 messages of random conversations of the store, each system on conversations of its
-    own (while the store has enough), so none reads what another just brought into memory.
+    own (while the store has enough), so none reads what another just brought into memory, the systems
+    taking turns (``_take_turns``).
 
     * service, cold window read (cache miss): ``conversation_window`` after the conversation's keys
       were erased, so it rebuilds the cached list; the reader answers before the list is installed
@@ -432,19 +437,29 @@ def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> li
         def floor_read(conversation: StoredConversation) -> object:
             return pg.execute(FLOOR_READ, [tenant.pk, conversation.pk, WINDOW]).fetchall()
 
-        systems = [
-            ("service", "cold window read (cache miss)", cold_read, erase),
-            ("service", "window read, Redis down", fallback_read, None),
-            ("postgres floor", "cold window read", floor_read, None),
+        labels = [
+            ("service", "cold window read (cache miss)"),
+            ("service", "window read, Redis down"),
+            ("postgres floor", "cold window read"),
         ]
-        for number, (system, operation, read, around) in enumerate(systems):
+        systems = [
+            _Timed(read, around, _cycled(order, number * operations, operations))
+            for number, (read, around) in enumerate([(cold_read, erase), (fallback_read, None), (floor_read, None)])
+        ]
+        for timed in systems:
             erase(warm_up)
-            read(warm_up)  # connections, compiled queries and registered scripts, not timed
+            timed.read(warm_up)  # connections, compiled queries and registered scripts, not timed
             erase(warm_up)
-            chosen = _cycled(order, number * operations, operations)
-            samples, elapsed, counts = _timed(read, chosen, label=operation, before=around, after=around)
+        _take_turns(systems)
+        for (system, operation), timed in zip(labels, systems, strict=True):
             figures = summarise(
-                system, operation, size=store.per_conversation, clients=1, samples=samples, elapsed=elapsed, counts=counts
+                system,
+                operation,
+                size=store.per_conversation,
+                clients=1,
+                samples=timed.samples,
+                elapsed=sum(timed.samples) / 1000,
+                counts=timed.counts,
             )
             figures.notes = {"stored_messages": store.messages}
             results.append(figures)
