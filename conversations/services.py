@@ -705,7 +705,8 @@ def messages_persist(*, payload: dict[str, Any], schedule_derived: bool = True) 
     found = _persist_rows([payload])
     outcome = _persist_outcome(payload=payload, persisted=found[_persist_key(payload)])
     _settle([outcome], schedule_derived=schedule_derived)
-    outcome.raise_conflicts()
+    if (conflict := outcome.conflict()) is not None:
+        raise conflict
     return outcome.inserted
 
 
@@ -719,26 +720,16 @@ def messages_persist_group(*, payloads: Sequence[dict[str, Any]]) -> list[Except
     except DatabaseError as error:
         logger.warning("persist_group_split", payloads=len(payloads), error=str(error))
         found = None
-    errors: list[Exception | None] = []
     if found is not None:
-        outcomes = []
+        outcomes: list[_Outcome | Exception] = []
         for payload in payloads:
             try:
                 outcomes.append(_persist_outcome(payload=payload, persisted=found[_persist_key(payload)]))
             except Exception as error:  # retried alone by the caller, with its own retries and dead letter
                 outcomes.append(error)
         _settle([outcome for outcome in outcomes if isinstance(outcome, _Outcome)], schedule_derived=True)
-        for outcome in outcomes:
-            if isinstance(outcome, Exception):
-                errors.append(outcome)
-                continue
-            try:
-                outcome.raise_conflicts()
-            except PersistConflict as error:
-                errors.append(error)
-                continue
-            errors.append(None)
-        return errors
+        return [outcome if isinstance(outcome, Exception) else outcome.conflict() for outcome in outcomes]
+    errors: list[Exception | None] = []
     changed = {}
     for payload in payloads:
         try:
@@ -813,9 +804,10 @@ class _Outcome:
     removed: list[dict[str, Any]]  # erased before the commit, or a resend's second copy
     conflicts: list[str]  # ids stored with other content
 
-    def raise_conflicts(self) -> None:
-        if self.conflicts:
-            raise PersistConflict(f"message ids already stored with other content: {', '.join(self.conflicts)}")
+    def conflict(self) -> PersistConflict | None:
+        if not self.conflicts:
+            return None
+        return PersistConflict(f"message ids already stored with other content: {', '.join(self.conflicts)}")
 
 
 def _persist_outcome(*, payload: dict[str, Any], persisted: _Persisted) -> _Outcome:
