@@ -690,7 +690,7 @@ def settle(
 ) -> Settled:
     """What a persist statement committed, in one round trip: each settlement as ``merge`` (mode
     ``settled``) and ``remove`` would do it, then each claim, a (tenant, conversation) whose
-    derived-memory ``tasks`` are marked queued as ``derived_claim`` does. A settlement whose script
+    derived-memory ``tasks`` are marked queued (``<tenant>:<conv>:queued:<task>``) for ``claim_ttl`` seconds. A settlement whose script
     fails fails alone; Redis unreachable raises CacheUnavailable."""
     scripts = _scripts()
     calls: list[tuple[int, Any, list[str], list[Any]]] = []  # settlement, script, keys, args
@@ -920,16 +920,6 @@ def states(*, conversations: Sequence[tuple[str, str]]) -> dict[tuple[str, str],
             memory_cached=bool(memory),
         )
     return found
-
-
-def derived_claim(*, tenant_slug: str, conversation_id: str, tasks: Sequence[str], ttl: int) -> list[str]:
-    """Of these derived-memory tasks, the ones not already queued for the conversation, now marked
-    queued (``<tenant>:<conv>:queued:<task>``) for at most ``ttl`` seconds; in one round trip."""
-    pipeline = client().pipeline(transaction=False)
-    for task in tasks:
-        pipeline.set(key(tenant_slug, conversation_id, f"queued:{task}"), 1, nx=True, ex=ttl)
-    claimed = _call("derived_claim", tenant_slug, pipeline.execute)
-    return [task for task, was_set in zip(tasks, claimed, strict=True) if was_set]
 
 
 def derived_release(*, tenant_slug: str, conversation_id: str, task: str) -> None:

@@ -696,15 +696,11 @@ def _persist_rows(payloads: Sequence[dict[str, Any]]) -> dict[tuple[int, str], _
     return found
 
 
-def messages_persist(*, payload: dict[str, Any], schedule_derived: bool = True) -> int:
-    """Commit a batch of acknowledged messages; idempotent. Returns the rows inserted.
-
-    ``schedule_derived=False`` leaves queueing the derived memory to the caller (a group of payloads
-    queues it once per conversation).
-    """
+def messages_persist(*, payload: dict[str, Any]) -> int:
+    """Commit a batch of acknowledged messages; idempotent. Returns the rows inserted."""
     found = _persist_rows([payload])
     outcome = _persist_outcome(payload=payload, persisted=found[_persist_key(payload)])
-    _settle([outcome], schedule_derived=schedule_derived)
+    _settle([outcome])
     if (conflict := outcome.conflict()) is not None:
         raise conflict
     return outcome.inserted
@@ -713,37 +709,29 @@ def messages_persist(*, payload: dict[str, Any], schedule_derived: bool = True) 
 def messages_persist_group(*, payloads: Sequence[dict[str, Any]]) -> list[Exception | None]:
     """Commit the payloads of concurrent appends together: one statement, or each on its own if that
     statement fails (one bad payload must not hold the others back). Answers, per payload, the error
-    it met (to be retried alone) or None; the derived memory is queued once per conversation."""
+    it met (to be retried alone) or None; what they committed settles in one Redis round trip, and
+    the derived memory is queued once per conversation."""
     try:
         with transaction.atomic():  # a savepoint when the caller holds a transaction
-            found = _persist_rows(payloads)
+            found: dict[tuple[int, str], _Persisted] | None = _persist_rows(payloads)
     except DatabaseError as error:
         logger.warning("persist_group_split", payloads=len(payloads), error=str(error))
         found = None
-    if found is not None:
-        outcomes: list[_Outcome | Exception] = []
-        for payload in payloads:
-            try:
-                outcomes.append(_persist_outcome(payload=payload, persisted=found[_persist_key(payload)]))
-            except Exception as error:  # retried alone by the caller, with its own retries and dead letter
-                outcomes.append(error)
-        _settle([outcome for outcome in outcomes if isinstance(outcome, _Outcome)], schedule_derived=True)
-        return [outcome if isinstance(outcome, Exception) else outcome.conflict() for outcome in outcomes]
-    errors: list[Exception | None] = []
-    changed = {}
+
+    def outcome_of(payload: dict[str, Any]) -> _Outcome:
+        if found is not None:
+            return _persist_outcome(payload=payload, persisted=found[_persist_key(payload)])
+        with transaction.atomic():
+            return _persist_outcome(payload=payload, persisted=_persist_rows([payload])[_persist_key(payload)])
+
+    outcomes: list[_Outcome | Exception] = []
     for payload in payloads:
         try:
-            with transaction.atomic():
-                inserted = messages_persist(payload=payload, schedule_derived=False)
+            outcomes.append(outcome_of(payload))
         except Exception as error:  # retried alone by the caller, with its own retries and dead letter
-            errors.append(error)
-            continue
-        errors.append(None)
-        if inserted:
-            changed[_persist_key(payload)] = payload["tenant_slug"]
-    for (tenant_id, conversation_id), tenant_slug in changed.items():
-        derived_memory_schedule(tenant_id=tenant_id, tenant_slug=tenant_slug, conversation_id=conversation_id)
-    return errors
+            outcomes.append(error)
+    _settle([outcome for outcome in outcomes if isinstance(outcome, _Outcome)])
+    return [outcome if isinstance(outcome, Exception) else outcome.conflict() for outcome in outcomes]
 
 
 class PersistCommits(_Relay):
@@ -855,13 +843,18 @@ def _persist_outcome(*, payload: dict[str, Any], persisted: _Persisted) -> _Outc
     return _Outcome(payload=payload, inserted=inserted, settled=settled, removed=losers + erased, conflicts=conflicts)
 
 
-def _settle(outcomes: Sequence[_Outcome], *, schedule_derived: bool) -> None:
+def _settle(outcomes: Sequence[_Outcome]) -> None:
     """What a statement committed, in the cache in one Redis round trip: every payload's messages
-    settle, and (``schedule_derived``) the conversations it added rows to claim their derived memory,
-    once each, published here. A payload the cache could not settle is marked for repair."""
-    changed: dict[tuple[int, str], str] = {}
-    if schedule_derived:
-        changed = {_persist_key(o.payload): o.payload["tenant_slug"] for o in outcomes if o.inserted}
+    settle, and the conversations it added rows to claim their derived memory, once each, published
+    here. A payload the cache could not settle is marked for repair.
+
+    Each derived task reads the conversation's messages when it starts, so one already queued for
+    the conversation (marked in Redis) will find these too: it is not queued twice. A task clears its
+    mark before reading (``derived_started``), so a write persisted after that queues it again. Best
+    effort: the messages are committed whatever happens here. A vector missed now is found by the
+    hourly backfill; a summary missed now is made by the next persist, which finds it still due.
+    """
+    changed = {_persist_key(o.payload): o.payload["tenant_slug"] for o in outcomes if o.inserted}
     settlements = [
         cache.Settlement(
             tenant_slug=o.payload["tenant_slug"],
@@ -910,26 +903,6 @@ DERIVED_TASKS = ("search.tasks.conversation_embed", "summaries.tasks.conversatio
 DERIVED_QUEUED_TTL = 60
 
 
-def derived_memory_schedule(*, tenant_id: int, tenant_slug: str, conversation_id: str) -> None:
-    """Queue what is derived from new messages (their vectors, a summary when one is due).
-
-    Each task reads the conversation's messages when it starts, so one already queued for the
-    conversation (marked in Redis) will find these too: it is not queued twice. A task clears its mark
-    before reading (``derived_started``), so a write persisted after that queues it again. A worker
-    claims the marks in the round trip that settles what it committed (``_settle``).
-
-    Best effort: the messages are committed whatever happens here. A vector missed now is found by
-    the hourly backfill; a summary missed now is made by the next persist, which finds it still due.
-    """
-    try:
-        names = cache.derived_claim(
-            tenant_slug=tenant_slug, conversation_id=conversation_id, tasks=DERIVED_TASKS, ttl=DERIVED_QUEUED_TTL
-        )
-    except cache.CacheUnavailable:
-        names = list(DERIVED_TASKS)  # no marks to go by: queue them all
-    _derived_publish(tenant_id=tenant_id, tenant_slug=tenant_slug, conversation_id=conversation_id, names=names)
-
-
 def _derived_publish(*, tenant_id: int, tenant_slug: str, conversation_id: str, names: Sequence[str]) -> None:
     """Publish the derived tasks claimed for a conversation; one the broker refuses gives its mark back."""
     from memoryproject.celery import app
@@ -937,7 +910,7 @@ def _derived_publish(*, tenant_id: int, tenant_slug: str, conversation_id: str, 
     for name in names:
         try:
             app.send_task(name, args=[tenant_id, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
-        except Exception as error:  # the broker refused: see derived_memory_schedule
+        except Exception as error:  # the broker refused: best effort (see _settle)
             logger.warning("derived_memory_unscheduled", task=name, conversation_id=conversation_id, error=repr(error))
             derived_started(tenant_slug=tenant_slug, conversation_id=conversation_id, task=name)
 

@@ -270,6 +270,7 @@ def test_a_payload_the_database_refuses_fails_alone_and_the_rest_of_the_group_pe
     assert errors[0] is None
     assert errors[1] is not None
     assert stored(tenant) == [(SEQ + 1, "fine")]
+    assert derived_queued() == sorted(services.DERIVED_TASKS)  # what the payload alone committed queues it
 
 
 def test_a_conflict_in_a_group_is_that_payloads_error_only(tenant):
