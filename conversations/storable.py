@@ -233,7 +233,7 @@ def _path_text(field: str, path: tuple) -> str:
             segments.append(f".{key}")
         else:
             shown = key if len(key) <= _KEY_SHOWN_CHARS else key[:_KEY_SHOWN_CHARS] + "…"
-            segments.append(f"[{json.dumps(shown)}]")  # escaped: the path itself is always storable
+            segments.append(f"[{json.dumps(shown, ensure_ascii=False)}]")  # a key that passed the door: storable
     segments.reverse()
     if len(segments) > _PATH_SHOWN_SEGMENTS:  # a value nested 101 levels deep: its path, abridged
         segments = [*segments[:6], f"…({len(segments) - 11} more)…", *segments[-5:]]
