@@ -24,6 +24,7 @@ from conversations.storable import (
     storable_json,
     storable_text,
 )
+from tests.hostile import ODD_TEXT, any_text, as_decimals, hostile_value, nested, storable_string, storable_value
 
 # Examples per property: the whole file stays within seconds.
 EXAMPLES = 150
@@ -35,77 +36,6 @@ DATABASE_PROPERTY = settings(
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-
-# Every code point, NUL and the surrogates included.
-any_character = st.characters(exclude_categories=())
-any_text = st.text(any_character, max_size=12)
-# Every code point PostgreSQL and UTF-8 can hold, noncharacters included.
-storable_character = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
-storable_string = st.text(storable_character, max_size=12)
-ODD_TEXT = [
-    "\ufffe\uffff",  # noncharacters
-    "😀 \U0001d11e \U0010ffff",  # astral characters
-    "\u200fשלום\u200e",  # right-to-left and left-to-right marks
-    "e\u0301 a\u0308\u0323",  # combining sequences
-    "line\u2028separator\u2029paragraph",
-    "\x01\x1f\x7f\u0085",  # control characters other than NUL
-    "\ufeff zero\u200bwidth",
-]
-odd_text = st.sampled_from(ODD_TEXT) | storable_string
-
-# Numbers nothing downstream can store; sampled by name (a strategy that held them could not print itself).
-HOSTILE_NUMBERS = {
-    "1e400": json.loads("1e400"),
-    "-1e400": json.loads("-1e400"),
-    "10**4300": 10**MAX_INT_DIGITS,
-    "-10**5000": -(10**5000),
-}
-
-
-def hostile_number(name: str) -> Any:
-    return HOSTILE_NUMBERS[name]
-
-
-storable_scalar = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.integers(min_value=0, max_value=10**6).map(lambda below: 10**MAX_INT_DIGITS - 1 - below)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | odd_text
-)
-storable_value = st.recursive(
-    storable_scalar,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(odd_text, children, max_size=4),
-    max_leaves=16,
-)
-hostile_scalar = (
-    storable_scalar
-    | any_text
-    | st.floats()
-    | st.sampled_from(["1e400", "-1e400", "10**4300", "-10**5000"]).map(hostile_number)
-    | st.builds(datetime.now)
-    | st.decimals(allow_nan=False, allow_infinity=False)
-    | st.binary(max_size=4)
-)
-hostile_value = st.recursive(
-    hostile_scalar,
-    lambda children: (
-        st.lists(children, max_size=4)
-        | st.tuples(children, children)
-        | st.dictionaries(any_text, children, max_size=4)
-        | st.dictionaries(st.integers() | st.none() | st.booleans(), children, max_size=2)
-    ),
-    max_leaves=16,
-)
-
-
-def nested(levels: int, leaf: Any = 1) -> Any:
-    """``levels`` objects and arrays inside each other, alternately, around ``leaf``."""
-    value = leaf
-    for level in range(levels):
-        value = {"a": value} if level % 2 else [value]
-    return value
 
 
 def refusal(function: Any, *args: Any, **kwargs: Any) -> Unstorable:
@@ -119,12 +49,6 @@ def json_text(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     text.encode("utf-8")
     return text
-
-
-def as_decimals(text: str) -> Any:
-    """A JSON document's value with its numbers read exactly: 1e+23 and 100000000000000000000000
-    are the same number, which PostgreSQL's numeric keeps, whatever a float makes of it."""
-    return json.loads(text, parse_float=Decimal)
 
 
 # --- storable_text -----------------------------------------------------------------------------

@@ -9,7 +9,10 @@ the behaviour:
 * ``echo`` (or any other name): answers ``[<name>] You said: <message>. I was given <n> earlier messages.``
 * ``failing-model``: raises at once; ``breaking-model``: fails after a few streamed chunks;
 * ``slow-model``: answers after ``SLOW_SECONDS`` (longer than the tests' timeout);
-* ``dripping-model``: a long answer, ``DRIP_SECONDS`` a character (a stream a client can leave in the middle).
+* ``dripping-model``: a long answer, ``DRIP_SECONDS`` a character (a stream a client can leave in the middle);
+* ``hostile-model``: ``HOSTILE_ANSWER``, text no database can store as it is (NUL characters, lone
+  surrogates, and a surrogate pair split into two code points, which streams as two pieces);
+* ``scripted-model``: the answer given to ``script()`` last, whatever characters it holds.
 """
 
 import json
@@ -22,10 +25,12 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import BaseMessage
 
 CALLS = "tests:chat:calls"
+SCRIPT = "tests:chat:script"
 STREAMS = "tests:chat:streams"
 SLOW_SECONDS = 5.0
 DRIP_SECONDS = 0.05
 DRIP_ANSWER = "This answer arrives one character at a time, slowly enough to leave before its end. " * 3
+HOSTILE_ANSWER = "nul \x00 here, half \ud800 a pair, \udfff alone, a split pair \ud83d\ude00, whole 😀 \ufffe\u2028."
 
 
 class RecordingFakeChatModel(FakeListChatModel):
@@ -58,6 +63,12 @@ class RecordingFakeChatModel(FakeListChatModel):
         if self.model_name == "dripping-model":
             self.responses, self.sleep = [DRIP_ANSWER], DRIP_SECONDS
             return
+        if self.model_name == "scripted-model":
+            self.responses = [get_redis_connection("default").get(SCRIPT).decode("utf-8", "surrogatepass")]
+            return
+        if self.model_name == "hostile-model":
+            self.responses = [HOSTILE_ANSWER]
+            return
         if self.model_name == "breaking-model":
             self.error_on_chunk_number = 5
         earlier = [message for message in messages[:-1] if message.type != "system"]
@@ -83,6 +94,11 @@ class RecordingFakeChatModel(FakeListChatModel):
 
 def chat_model(*, model: str, **kwargs: Any) -> RecordingFakeChatModel:
     return RecordingFakeChatModel(model_name=model, responses=[""], **kwargs)
+
+
+def script(answer: str) -> None:
+    """What ``scripted-model`` answers next, lone surrogates and all."""
+    get_redis_connection("default").set(SCRIPT, answer.encode("utf-8", "surrogatepass"))
 
 
 def calls() -> list[dict[str, Any]]:
