@@ -44,3 +44,10 @@ class ServiceUnavailable(MemoryServiceError):
         self.retry_after = retry_after
         if code:
             self.code = code
+
+
+class Unstorable(MemoryServiceError):
+    """A value PostgreSQL, Redis or JSON would refuse (DESIGN.md 5.9): refused before acknowledgement."""
+
+    code = "validation_error"
+    status = 400

@@ -209,6 +209,8 @@ def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
     for name, payload in tasks:
         if name == "conversations.tasks.messages_persist_many":  # payloads of concurrent appends
             run_tasks([("conversations.tasks.messages_persist", each) for each in payload])
+        elif name == "conversations.tasks.ledger_barrier":
+            services.ledger_barrier_reached(since=payload)
         else:
             getattr(services, TASK_SERVICES[name])(payload=payload)
 
