@@ -21,6 +21,10 @@ Order and what each failure leaves behind:
    ``execution_time`` and ``user_message_id``, the model and the token usage; then the memory
    document's ``messages`` becomes the buffer the model saw plus its answer (seed 002's
    ``save_memory(agent.memory.dict())``), its other metadata kept and ``metadata.chat`` updated.
+   The model's text and usage are cleaned first (``conversations.storable``: NUL removed, a lone
+   UTF-16 surrogate replaced by U+FFFD, a number that cannot be stored by null), each streamed
+   piece as it is sent, so what the client is shown is what is stored; the memory document must be
+   storable JSON, or it is left as it was (``memory_updated`` false).
 
 Streaming (``chat_stream``) sends the same steps as server-sent events; a client that disconnects
 stops the model, and no assistant message is stored, as after a model failure.
@@ -44,6 +48,7 @@ from chat import llm
 from conversations import cache, context, selectors, services, tokens
 from conversations.exceptions import Conflict, LimitExceeded, MemoryServiceError
 from conversations.models import Message
+from conversations.storable import cleaned_json, cleaned_text, storable_json
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -377,7 +382,7 @@ def _events(turn: Turn, stream: ModelStream, chunk: Any) -> Iterator[bytes]:
         whole = None
         try:
             while chunk is not None:
-                text = chunk.text
+                text = cleaned_text(chunk.text)  # as it will be stored: the pieces add up to the answer
                 if text:
                     parts.append(text)
                     yield _event("token", {"text": text})
@@ -444,6 +449,7 @@ def _model_error(turn: Turn, error: BaseException) -> MemoryServiceError:
 
 def _finish(turn: Turn, *, content: str, usage: dict[str, Any] | None, streamed: bool) -> dict[str, Any]:
     execution_time = round(time.perf_counter() - turn.started, 3)
+    content, usage = cleaned_text(content), cleaned_json(usage)  # the model's output, made storable
     limit = settings.MEMORY_MAX_CONTENT_CHARS
     metadata: dict[str, Any] = {
         "execution_time": execution_time,
@@ -516,10 +522,11 @@ def _update_memory(turn: Turn, answer: dict[str, Any]) -> bool:
             "last_assistant_message_id": answer["id"],
             "last_seq": answer["seq"],
         }
+        document = storable_json({"messages": buffer, "metadata": metadata}, field="memory")
         services.memory_save(
             tenant=turn.tenant,
             conversation_id=turn.conversation_id,
-            document={"messages": buffer, "metadata": metadata},
+            document=document,
             user_id=turn.chat.user_id,
             agent_id=turn.chat.agent_id,
         )

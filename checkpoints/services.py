@@ -10,6 +10,10 @@ write is a 503 and nothing was stored. The save, in one transaction (``checkpoin
    conversation and namespace are kept. The older ones and their writes go, in two statements
    whatever their number.
 
+Before anything is written, every value passes ``conversations.storable``: the ids and names are
+storable text, the state, metadata and written values storable JSON; anything else raises
+``Unstorable`` (400) naming its path, and nothing is stored.
+
 Pending writes follow LangGraph's PostgresSaver (``checkpoint_writes_save``): a write with
 ``idx >= 0`` is stored once and never replaced (a retried task writes the same thing again), a
 write with a negative ``idx`` (error, interrupt, scheduled, resume) replaces the stored one.
@@ -27,8 +31,9 @@ from django.db.models import QuerySet, prefetch_related_objects
 from checkpoints import selectors
 from checkpoints.models import Checkpoint, CheckpointWrite
 from conversations import services as conversation_services
-from conversations.exceptions import NotFound
+from conversations.exceptions import NotFound, Unstorable
 from conversations.models import Conversation
+from conversations.storable import storable_json, storable_text
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -51,7 +56,12 @@ def checkpoint_save(
     metadata: dict[str, Any] | None = None,
 ) -> SaveResult:
     """Create or replace a checkpoint, then apply retention to its namespace; durable when it returns."""
-    checkpoint_id = checkpoint_id or str(uuid.uuid4())
+    conversation_id = storable_text(conversation_id, field="conversation_id")
+    checkpoint_id = storable_text(checkpoint_id or str(uuid.uuid4()), field="checkpoint_id")
+    namespace = storable_text(namespace, field="namespace")
+    parent_id = storable_text(parent_id or "", field="parent_id")
+    state = storable_json(state, field="state")
+    metadata = storable_json(metadata or {}, field="metadata")
     try:
         with transaction.atomic():
             conversation = conversation_services.conversation_ensure(tenant=tenant, conversation_id=conversation_id)
@@ -60,7 +70,7 @@ def checkpoint_save(
                 conversation=conversation,
                 namespace=namespace,
                 checkpoint_id=checkpoint_id,
-                defaults={"state": state, "metadata": metadata or {}, "parent_id": parent_id or ""},
+                defaults={"state": state, "metadata": metadata, "parent_id": parent_id},
             )
             prefetch_related_objects([checkpoint], selectors.writes_prefetch(tenant=tenant))  # a replaced one keeps them
             keep = max(1, tenant.setting("MEMORY_MAX_CHECKPOINTS"))
@@ -115,6 +125,12 @@ def checkpoint_writes_save(
     one call, the first write of an ``idx >= 0`` and the last of a negative ``idx`` count, as they
     would across calls.
     """
+    conversation_id = storable_text(conversation_id, field="conversation_id")
+    checkpoint_id = storable_text(checkpoint_id, field="checkpoint_id")
+    task_id = storable_text(task_id, field="task_id")
+    namespace = storable_text(namespace, field="namespace")
+    task_path = storable_text(task_path, field="task_path")
+    writes = [_storable_write(write, position=position) for position, write in enumerate(writes)]
     first_wins: dict[int, dict[str, Any]] = {}
     last_wins: dict[int, dict[str, Any]] = {}
     for write in writes:
@@ -162,6 +178,22 @@ def checkpoint_writes_save(
         writes=written,
     )
     return written
+
+
+def _storable_write(write: dict[str, Any], *, position: int) -> dict[str, Any]:
+    """One pending write with its channel and value made storable (or refused, naming ``writes[i]``)."""
+    where = f"writes[{position}]"
+    idx = write["idx"]
+    if isinstance(idx, bool) or not isinstance(idx, int) or not -(2**31) <= idx < 2**31:
+        raise Unstorable(
+            field=f"{where}.idx",
+            reason=f"is not a 32-bit integer ({idx!r:.40})",
+            advice="send a whole number from -2147483648 to 2147483647",
+        )
+    return write | {
+        "channel": storable_text(write["channel"], field=f"{where}.channel"),
+        "value": storable_json(write["value"], field=f"{where}.value"),
+    }
 
 
 def _write_rows(

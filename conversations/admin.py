@@ -4,6 +4,11 @@ Every admin here starts from ``TenantScopedAdmin``: staff of a tenant see that t
 another tenant's conversation by URL is a 404. Changes go through the same services as the API and
 the commands (``conversation_update``, ``cache_rebuild``, ``conversation_erase``,
 ``dead_letter_replay``), and every action is written to the admin log. Message history is read-only.
+What an operator edits (owner ids, metadata) passes the door (``conversations.forms``): a value that
+could not be stored is a form error, not a 500.
+
+The JSON export holds every acknowledged message: the persisted rows and the writes still pending in
+Redis, in seq order, one per id, each pending one marked ``"status": "pending"`` as on the transcript.
 """
 
 import json
@@ -12,6 +17,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
 from django.contrib.admin.views.main import ChangeList
@@ -28,7 +35,9 @@ from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
 from conversations import cache, selectors, services
+from conversations.api.serializers import json_size
 from conversations.exceptions import ServiceUnavailable
+from conversations.forms import StorableModelForm
 from conversations.models import Conversation, DeadLetter, Message
 from tenants.admin import TenantScopedAdmin, staff_tenant
 
@@ -75,8 +84,28 @@ class ConversationChangeList(ChangeList):
             conversation.cache_state = states.get(pair) if states is not None else None
 
 
+class ConversationForm(StorableModelForm):
+    """The conversation's own fields; its metadata is a storable JSON object within MEMORY_MAX_METADATA_BYTES."""
+
+    class Meta:
+        model = Conversation
+        fields = ("user_id", "agent_id", "archived", "metadata")
+
+    def clean_metadata(self) -> dict[str, Any]:
+        value = self.cleaned_data.get("metadata")
+        if value is None:  # the field left empty
+            return {}
+        if not isinstance(value, dict):
+            raise forms.ValidationError('Metadata is a JSON object, e.g. {"topic": "billing"}; {} for none.')
+        size, limit = json_size(value), settings.MEMORY_MAX_METADATA_BYTES
+        if size > limit:
+            raise forms.ValidationError(f"Metadata is {size} bytes of JSON; the limit is MEMORY_MAX_METADATA_BYTES={limit}.")
+        return value
+
+
 @admin.register(Conversation)
 class ConversationAdmin(TenantScopedAdmin):
+    form = ConversationForm
     list_display = (
         "conversation_id",
         "tenant",
@@ -385,9 +414,10 @@ def _page_numbers(current: int, pages: int) -> list[int | None]:
 def _export_stream(conversations: list[Conversation]) -> Iterator[str]:
     yield '{"exported_at": ' + json.dumps(timezone.now().isoformat()) + ', "conversations": ['
     for index, conversation in enumerate(conversations):
-        head = json.dumps(selectors.conversation_export(conversation=conversation), ensure_ascii=False)
+        export = selectors.conversation_export(conversation=conversation)
+        head = json.dumps(export.head, ensure_ascii=False)
         yield ("," if index else "") + head[:-1] + ', "messages": ['
-        for position, message in enumerate(selectors.conversation_export_messages(conversation=conversation)):
+        for position, message in enumerate(export.messages):
             yield ("," if position else "") + json.dumps(message, ensure_ascii=False)
         yield "]}"
     yield "]}"

@@ -47,7 +47,27 @@ class ServiceUnavailable(MemoryServiceError):
 
 
 class Unstorable(MemoryServiceError):
-    """A value PostgreSQL, Redis or JSON would refuse (DESIGN.md 5.9): refused before acknowledgement."""
+    """A value PostgreSQL, Redis or JSON could not store (``conversations.storable``), refused before
+    anything is written. ``details`` name the path of the value (``metadata.items[3]``) and the reason."""
 
     code = "validation_error"
     status = 400
+
+    def __init__(self, *, field: str, reason: str, advice: str) -> None:
+        super().__init__(f"{field} {reason}; {advice}.", details={"field": field, "reason": reason})
+        self.field = field
+        self.reason = reason
+        self.advice = advice
+
+    def __reduce__(self) -> tuple:  # keyword-only arguments: copied and pickled by its parts
+        return _unstorable, (self.field, self.reason, self.advice)
+
+    def within(self, prefix: str) -> "Unstorable":
+        """The same refusal, its path read from ``prefix`` (``messages[2]`` and ``metadata.x``:
+        ``messages[2].metadata.x``)."""
+        joined = f"{prefix}{self.field}" if self.field.startswith("[") else f"{prefix}.{self.field}"
+        return Unstorable(field=joined, reason=self.reason, advice=self.advice)
+
+
+def _unstorable(field: str, reason: str, advice: str) -> Unstorable:
+    return Unstorable(field=field, reason=reason, advice=advice)

@@ -663,24 +663,78 @@ def messages_matching(messages: QuerySet[Message], *, words: str) -> QuerySet[Me
     return messages.alias(content_words=CONTENT_WORDS).filter(content_words=query)
 
 
-def conversation_export(*, conversation: Conversation) -> dict[str, Any]:
-    """Everything stored of a conversation except its messages (see ``conversation_export_messages``)."""
-    return {
-        "tenant": conversation.tenant.slug,
+@dataclass(frozen=True)
+class ConversationExport:
+    """One conversation as the admin exports it: ``head`` (everything but the messages) and
+    ``messages``, streamed: every acknowledged message, persisted or still pending."""
+
+    head: dict[str, Any]
+    messages: Iterator[dict[str, Any]]
+
+
+def conversation_export(*, conversation: Conversation) -> ConversationExport:
+    """Everything of a conversation the API acknowledged, whether a worker has persisted it yet or not.
+
+    The writes still pending in Redis are read first, then the rows: a write persisted in between is
+    a row by then, and rows win over pending writes of the same id, so each message appears once,
+    in seq order. Each message carries ``status`` (``persisted`` or ``pending``) and ``persisted_at``
+    (null while pending), as the transcript shows them. The memory document is the one last saved
+    (the cache's, which a save writes before any worker stores it), else the stored one. With Redis
+    unreachable the export holds the persisted rows only, and ``pending_included`` says so.
+    """
+    tenant = conversation.tenant
+    pending: list[dict[str, Any]] = []
+    memory = None
+    try:
+        pending = cache.pending(tenant_slug=tenant.slug, conversation_id=conversation.conversation_id)
+        memory = cache.get_memory(tenant_slug=tenant.slug, conversation_id=conversation.conversation_id)
+        pending_included = True
+    except cache.CacheUnavailable:
+        pending_included = False
+    head = {
+        "tenant": tenant.slug,
         "conversation_id": conversation.conversation_id,
         "user_id": conversation.user_id,
         "agent_id": conversation.agent_id,
         "archived": conversation.archived,
         "metadata": conversation.metadata,
-        "memory": services.memory_document(tenant=conversation.tenant, conversation=conversation),
+        "memory": memory if memory is not None else services.memory_document(tenant=tenant, conversation=conversation),
         "message_count": conversation.message_count,
+        "pending_included": pending_included,
         "created_at": conversation.created_at.isoformat(),
         "updated_at": conversation.updated_at.isoformat(),
     }
+    return ConversationExport(head=head, messages=_export_messages(conversation=conversation, pending=pending))
 
 
-def conversation_export_messages(*, conversation: Conversation) -> Iterator[dict[str, Any]]:
-    """Every persisted message in seq order, archived ones included, streamed from the database."""
+def _export_messages(*, conversation: Conversation, pending: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The rows in seq order, streamed from the database, with ``pending`` merged in by seq."""
+    waiting = sorted(pending, key=lambda message: message["seq"])
+    position = 0
     rows = Message.objects.for_tenant(conversation.tenant).filter(conversation=conversation).order_by("seq")
     for row in rows.iterator(chunk_size=2000):
-        yield services.message_to_dict(row) | {"archived": row.archived}
+        message = services.message_to_dict(row) | {
+            "archived": row.archived,
+            "status": "persisted",
+            "persisted_at": row.persisted_at.isoformat() if row.persisted_at else None,
+        }
+        while position < len(waiting) and waiting[position]["seq"] < message["seq"]:
+            yield _pending_export(waiting[position])
+            position += 1
+        # A write persisted since the pending writes were read: its row stands for it (same id, same seq).
+        while position < len(waiting) and waiting[position]["seq"] == message["seq"]:
+            if waiting[position]["id"] != message["id"]:
+                logger.warning(
+                    "export_pending_seq_taken",
+                    tenant=conversation.tenant.slug,
+                    conversation_id=conversation.conversation_id,
+                    seq=message["seq"],
+                )
+            position += 1
+        yield message
+    for message in waiting[position:]:
+        yield _pending_export(message)
+
+
+def _pending_export(message: dict[str, Any]) -> dict[str, Any]:
+    return message | {"archived": False, "status": "pending", "persisted_at": None}

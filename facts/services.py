@@ -8,12 +8,15 @@ updates it), and the per-user limit counts the facts that are really there.
 
 Rules, all checked before anything is written (a batch is all or nothing):
 
+- Every user id, key and value is storable text (``conversations.storable``): one holding a NUL or a
+  lone UTF-16 surrogate is refused with ``Unstorable`` (400 ``validation_error``), like any value the
+  service cannot store, before the rules below.
 - ``user_id``: not blank, no control characters, at most MEMORY_MAX_ID_LENGTH characters.
 - ``key``: surrounding whitespace is dropped, then it must be non-empty, at most
   MEMORY_MAX_FACT_KEY_LENGTH characters, without control characters or "/", and not ".", ".." or
   "history": every key is addressable as one segment of ``/users/{user_id}/facts/{key}/``.
 - ``value``: a string (numbers and booleans are refused, never turned into text), not blank, at most
-  MEMORY_MAX_FACT_VALUE_CHARS characters, without NUL (PostgreSQL text cannot hold it).
+  MEMORY_MAX_FACT_VALUE_CHARS characters.
 - A user holds at most MEMORY_MAX_FACTS_PER_USER facts (the tenant's value); updating existing
   facts is always allowed.
 
@@ -26,7 +29,6 @@ Only ``user_facts_erase`` removes history. Log lines carry no user id, so an era
 trace there either.
 """
 
-import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from django.utils import timezone
 
 from conversations import tokens
 from conversations.exceptions import LimitExceeded, MemoryServiceError, NotFound
+from conversations.storable import storable_json, storable_text
 from facts import selectors
 from facts.models import FactAction, UserFact, UserFactChange
 from tenants.models import Tenant
@@ -48,8 +51,6 @@ logger = structlog.get_logger(__name__)
 # Names a key cannot take: the path segments "." and ".." are rewritten by clients, and
 # /users/{user_id}/facts/history/ is the user's whole history.
 RESERVED_KEYS = frozenset({".", "..", "history"})
-# What PostgreSQL text cannot store: NUL, and halves of a UTF-16 surrogate pair.
-UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
 class InvalidFact(MemoryServiceError):
@@ -83,6 +84,7 @@ def _has_control_characters(text: str) -> bool:
 def check_user_id(user_id: Any) -> str:
     if not isinstance(user_id, str) or not user_id.strip():
         raise InvalidFact("A user id is required: a non-blank string.", details={"field": "user_id"})
+    storable_text(user_id, field="user_id")
     limit = settings.MEMORY_MAX_ID_LENGTH
     if len(user_id) > limit:
         raise LimitExceeded(
@@ -98,6 +100,7 @@ def check_key(key: Any) -> str:
     """The stored form of a valid key, or the rule it breaks."""
     if not isinstance(key, str):
         raise InvalidFact("A fact key must be a string.", details={"field": "key"})
+    storable_text(key, field="key")
     stored = selectors.stored_key(key)
     if not stored:
         raise InvalidFact("A fact key must not be empty or only whitespace.", details={"field": "key"})
@@ -128,6 +131,7 @@ def check_value(value: Any, *, key: str) -> str:
             f"The value of {key!r} must be a string, not {type(value).__name__}: send the text you want stored.",
             details={"field": "value", "key": key},
         )
+    storable_json({key: value}, field="facts")  # named by its key: facts.city
     if not value.strip():
         raise InvalidFact(f"The value of {key!r} is blank; delete the fact to remove it.", details={"field": "value", "key": key})
     limit = settings.MEMORY_MAX_FACT_VALUE_CHARS
@@ -135,11 +139,6 @@ def check_value(value: Any, *, key: str) -> str:
         raise LimitExceeded(
             f"The value of {key!r} is {len(value)} characters; the limit is MEMORY_MAX_FACT_VALUE_CHARS={limit}.",
             details={"field": "value", "key": key, "size": len(value), "limit": limit},
-        )
-    if UNSTORABLE.search(value):
-        raise InvalidFact(
-            f"The value of {key!r} contains NUL or an unpaired UTF-16 surrogate, which cannot be stored.",
-            details={"field": "value", "key": key},
         )
     return value
 

@@ -19,7 +19,9 @@ constraint): a task run twice, or racing a request, stores one row and the loser
 stored summary whose messages are older than the pair it is filed under (the history was cleared
 since, and the seqs moved on) is written again. No transaction is held while the model answers.
 
-Only persisted messages are read (PostgreSQL), never the cache's pending writes.
+Only persisted messages are read (PostgreSQL), never the cache's pending writes. A model's summary
+comes cleaned by ``summaries.summarizer`` (``conversations.storable.cleaned_text``), so whatever the
+model answered, the row can be stored.
 """
 
 from dataclasses import dataclass

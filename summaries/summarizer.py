@@ -17,7 +17,9 @@
 * The model gets seed 003's prompt at temperature 0.2: analyse the messages; capture tasks,
   decisions, preferences, constraints and data values; answer with 4 to 6 bullet points under 120
   tokens. Its answer is held to that contract (``hold_to_contract``): at most 6 bullets and fewer
-  than 120 tokens, the bullet that overflows cut short and the rest dropped.
+  than 120 tokens, the bullet that overflows cut short and the rest dropped. The answer is cleaned
+  before anything else (``conversations.storable.cleaned_text``: NUL removed, a lone UTF-16
+  surrogate replaced by U+FFFD), so that what is stored is text PostgreSQL can hold.
 * Any failure (the integration not installed, a spec that names nothing, an error, no answer within
   ``timeout`` seconds, an answer with nothing in it) is logged and answered with the rule-based
   summary, model ``rule_based``: each turn's question and answer (``conversations.context.summarize``,
@@ -39,6 +41,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from chat.llm import invoke_within
 from conversations import context, tokens
+from conversations.storable import cleaned_text
 from memory_client.messages import tool_calls_of
 
 logger = structlog.get_logger(__name__)
@@ -112,7 +115,7 @@ def summarize(messages: Sequence[dict[str, Any]], *, model_spec: str, timeout: f
         text = hold_to_contract(answer)
         if not text:
             raise SummaryModelError("The model answered with no text.", reason="empty")
-        return SummaryText(text=text, model=model_name[:200])
+        return SummaryText(text=text, model=cleaned_text(model_name)[:200])
     except Exception as error:  # the rule-based summary stands in for any failure of the model
         logger.warning(
             "summary_model_failed",
@@ -215,7 +218,7 @@ def prompt_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
 def _invoke(chat_model: BaseChatModel, prompt: list[BaseMessage], *, timeout: float) -> str:
     """The model's answer as text, or SummaryModelError when none comes within ``timeout`` seconds."""
     try:
-        return invoke_within(chat_model, prompt, timeout=timeout).text
+        return cleaned_text(invoke_within(chat_model, prompt, timeout=timeout).text)
     except TimeoutError as error:
         raise SummaryModelError(str(error), reason="timeout") from error
 

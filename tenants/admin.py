@@ -6,6 +6,9 @@ URL (another tenant's object is a 404), actions, autocomplete and exports all st
 ``get_queryset``, which is scoped. Superusers see every tenant and get a tenant filter. A staff user
 bound to no tenant sees nothing. Every action is written to the admin log.
 
+Every form that edits stored values passes the door (``conversations.forms.StorableModelForm``):
+a value that could not be stored in PostgreSQL, Redis and JSON alike is a form error, not a 500.
+
 A provider credential is write-only: its form takes a new secret and stores it encrypted; no page
 shows the secret or its encrypted value, only its hint (the last four characters).
 """
@@ -23,6 +26,7 @@ from django.utils.html import format_html, format_html_join
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
+from conversations.forms import STORABLE_FORMFIELDS, StorableModelForm
 from tenants import services
 from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff, provider_name
 
@@ -34,7 +38,11 @@ def staff_tenant(user: AbstractBaseUser) -> Tenant | None:
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
-    """Base of every admin over tenant-owned rows: scoped lists, pages, forms and actions."""
+    """Base of every admin over tenant-owned rows: scoped lists, pages, forms and actions. Its forms
+    pass the door: storable text and storable JSON only."""
+
+    form = StorableModelForm
+    formfield_overrides = STORABLE_FORMFIELDS
 
     def scoped_queryset(self, tenant: Tenant) -> QuerySet:
         return self.model.objects.for_tenant(tenant)
@@ -226,7 +234,7 @@ class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
         self.message_user(request, f"Revoked {revoked} {noun}; requests with them are refused from now on.", messages.SUCCESS)
 
 
-class ProviderCredentialForm(forms.ModelForm):
+class ProviderCredentialForm(StorableModelForm):
     """Takes a new secret and never shows the stored one: blank on change keeps it."""
 
     secret = forms.CharField(

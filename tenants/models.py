@@ -13,6 +13,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 
+from conversations.exceptions import Unstorable
+from conversations.storable import storable_json
 from tenants.managers import TenantManager, UnscopedManager
 
 slug_validator = RegexValidator(
@@ -104,6 +106,10 @@ class ProviderCredential(models.Model):
 def validate_setting_overrides(overrides: Any) -> None:
     if not isinstance(overrides, dict):
         raise ValidationError("Tenant settings must be a JSON object of MEMORY_* names to values.")
+    try:
+        storable_json(overrides, field="settings")  # no Infinity, NaN, NUL or lone surrogate
+    except Unstorable as error:
+        raise ValidationError(error.message) from error
     allowed = set(settings.MEMORY_TENANT_OVERRIDABLE)
     for name, value in overrides.items():
         if name not in allowed:

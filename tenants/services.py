@@ -1,5 +1,9 @@
 """Writes for tenants and their API keys. Every change that affects authentication forgets the
-cached key records at once, so a revoked key or a deactivated tenant is refused on the next call."""
+cached key records at once, so a revoked key or a deactivated tenant is refused on the next call.
+
+Names, user names, e-mail addresses, passwords and secrets given to these services (by the commands,
+mostly, whose arguments may carry any character) pass the door first (``conversations.storable``):
+one holding a NUL or a lone UTF-16 surrogate raises ``Unstorable`` and nothing is written."""
 
 from datetime import datetime
 from typing import Any
@@ -12,6 +16,7 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from conversations.storable import storable_text
 from tenants import secrets
 from tenants.models import (
     ProviderCredential,
@@ -33,6 +38,8 @@ def auth_cache_key(prefix: str) -> str:
 
 
 def tenant_create(*, slug: str, name: str = "", settings: dict[str, Any] | None = None) -> Tenant:
+    storable_text(slug, field="slug")
+    storable_text(name, field="name")
     tenant = Tenant(slug=slug, name=name or slug, settings=settings or {})
     tenant.full_clean()
     tenant.save()
@@ -57,7 +64,7 @@ def provider_credential_set(*, tenant: Tenant, provider: str, secret: str) -> Pr
         provider = provider_name(provider)
     except ValueError as error:
         raise ValidationError(str(error)) from error
-    secret = secret.strip()
+    secret = storable_text(secret, field="secret").strip()
     if not secret:
         raise ValidationError("The credential is empty; give the provider's API key.")
     credential = ProviderCredential.objects.for_tenant(tenant).filter(provider=provider).first()
@@ -120,6 +127,7 @@ def provider_credentials_rotate() -> int:
 
 def api_key_create(*, tenant: Tenant, name: str, expiry_date: datetime | None = None) -> tuple[TenantApiKey, str]:
     """Create a key; the plain key is returned once and never stored."""
+    storable_text(name, field="name")
     api_key, plain = TenantApiKey.objects.create_key(tenant=tenant, name=name, expiry_date=expiry_date)
     logger.info("api_key_created", tenant=tenant.slug, prefix=api_key.prefix)
     return api_key, plain
@@ -195,6 +203,10 @@ def operator_group() -> Group:
 @transaction.atomic
 def operator_create(*, tenant: Tenant, username: str, password: str | None = None, email: str = "") -> AbstractUser:
     """A staff user bound to ``tenant``: sees and acts on that tenant only in the admin."""
+    storable_text(username, field="username")
+    storable_text(email, field="email")
+    if password is not None:
+        storable_text(password, field="password")
     user_model = get_user_model()
     user = user_model.objects.create_user(username=username, email=email, password=password, is_staff=True)
     user.groups.add(operator_group())

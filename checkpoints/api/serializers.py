@@ -2,7 +2,8 @@
 
 A checkpoint id is 1 to 64 of ``[A-Za-z0-9._:=+-]``, starting with a letter or digit (LangGraph's
 ids are UUIDs); a namespace is up to 255 printable characters. The JSON a checkpoint stores (state
-plus metadata), and the values of one batch of writes, are bounded by MEMORY_MAX_CHECKPOINT_BYTES.
+plus metadata), and the values of one batch of writes, are bounded by MEMORY_MAX_CHECKPOINT_BYTES,
+and must be storable (``conversations.storable``): a refusal names the path of the bad value.
 """
 
 import re
@@ -11,8 +12,9 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from conversations.api.serializers import check_batch_size, check_page_size, json_size
+from conversations.api.serializers import IndexedListSerializer, check_batch_size, check_page_size, json_size
 from conversations.exceptions import LimitExceeded
+from conversations.storable import storable_json
 
 CHECKPOINT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:=+-]{0,63}$")
 NAMESPACE_MAX = 255
@@ -37,30 +39,6 @@ def validate_checkpoint_id(value: str) -> str:
 def validate_namespace(value: str) -> str:
     if not value.isprintable():
         raise serializers.ValidationError("A namespace is printable text: no NUL or other control characters.")
-    return value
-
-
-# What PostgreSQL's jsonb cannot store in a string: NUL, and halves of a UTF-16 surrogate pair.
-UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
-
-
-def _unstorable(value: Any) -> bool:
-    pending = [value]
-    while pending:  # a loop, not recursion: deeply nested JSON must not exhaust the stack
-        item = pending.pop()
-        if isinstance(item, str) and UNSTORABLE.search(item):
-            return True
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
-
-
-def check_json(value: Any, *, field: str) -> Any:
-    if _unstorable(value):
-        raise serializers.ValidationError(f"{field} must not contain NUL characters or unpaired UTF-16 surrogates.")
     return value
 
 
@@ -107,12 +85,12 @@ class CheckpointInSerializer(serializers.Serializer):
     def validate_state(self, value: Any) -> dict:
         if not isinstance(value, dict):
             raise serializers.ValidationError("state must be a JSON object.")
-        return check_json(value, field="state")
+        return storable_json(value, field="state")
 
     def validate_metadata(self, value: Any) -> dict:
         if not isinstance(value, dict):
             raise serializers.ValidationError("metadata must be a JSON object.")
-        return check_json(value, field="metadata")
+        return storable_json(value, field="metadata")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         check_checkpoint_size(
@@ -128,8 +106,11 @@ class WriteInSerializer(serializers.Serializer):
     channel = serializers.CharField(max_length=CHANNEL_MAX, trim_whitespace=False)
     value = serializers.JSONField(allow_null=True)
 
+    class Meta:
+        list_serializer_class = IndexedListSerializer
+
     def validate_value(self, value: Any) -> Any:
-        return check_json(value, field="value")
+        return storable_json(value, field="value")
 
 
 class WritesInSerializer(serializers.Serializer):

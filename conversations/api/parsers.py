@@ -11,9 +11,8 @@ from typing import Any
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
-# Levels of objects and arrays, the body itself being the first. Agents' metadata and LangGraph
-# states are a handful of levels deep; this leaves them room while every serializer stays safe.
-MAX_JSON_DEPTH = 100
+# Levels of objects and arrays, the body itself being the first: the storable values' own bound.
+from conversations.storable import MAX_JSON_DEPTH
 
 
 def json_depth_exceeds(value: Any, limit: int) -> bool:

@@ -3,13 +3,15 @@
 import json
 import re
 import uuid
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from rest_framework import serializers
 
-from conversations.exceptions import LimitExceeded
+from conversations.exceptions import LimitExceeded, Unstorable
 from conversations.models import Conversation, Role
+from conversations.storable import storable_datetime, storable_json, storable_text
 
 CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]*"
 CONVERSATION_ID = re.compile(rf"^{CONVERSATION_ID_PATTERN}$")
@@ -33,23 +35,21 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-# What PostgreSQL's jsonb cannot store in a string, and UTF-8 cannot encode: NUL, and halves of a
-# UTF-16 surrogate pair. Refused here: accepted, they would make a write no worker can ever persist.
-UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
+class IndexedListSerializer(serializers.ListSerializer):
+    """A list of items (``many=True``) whose unstorable values are named by their place in it:
+    ``messages[2].metadata.x``. DRF validates the items in order, one ``run_child_validation`` each."""
 
+    def to_internal_value(self, data: Any) -> list[Any]:
+        self._position = 0
+        return super().to_internal_value(data)
 
-def check_storable(value: Any, *, field: str) -> Any:
-    pending = [value]
-    while pending:  # a loop, not recursion: nesting is bounded by the parser, but need not be trusted
-        item = pending.pop()
-        if isinstance(item, str) and UNSTORABLE.search(item):
-            raise serializers.ValidationError(f"{field} must not contain NUL characters or unpaired UTF-16 surrogates.")
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return value
+    def run_child_validation(self, data: Any) -> Any:
+        position = self._position
+        self._position += 1
+        try:
+            return super().run_child_validation(data)
+        except Unstorable as error:
+            raise error.within(f"{self.field_name}[{position}]") from None
 
 
 class TextField(serializers.CharField):
@@ -62,9 +62,10 @@ class TextField(serializers.CharField):
 
 
 def check_metadata(value: Any, *, field: str = "metadata") -> dict:
+    """A JSON object that can be stored (``conversations.storable``) within MEMORY_MAX_METADATA_BYTES."""
     if not isinstance(value, dict):
         raise serializers.ValidationError(f"{field} must be a JSON object.")
-    check_storable(value, field=field)
+    value = storable_json(value, field=field)
     size = json_size(value)
     if size > settings.MEMORY_MAX_METADATA_BYTES:
         raise LimitExceeded(
@@ -98,6 +99,9 @@ class MessageInSerializer(serializers.Serializer):
     tool_call_id = serializers.CharField(required=False, max_length=200)
     name = serializers.CharField(required=False, max_length=200)
 
+    class Meta:
+        list_serializer_class = IndexedListSerializer
+
     def validate_content(self, value: str | None) -> str | None:
         if value is None:
             return None
@@ -106,14 +110,15 @@ class MessageInSerializer(serializers.Serializer):
                 f"content is {len(value)} characters; the limit is MEMORY_MAX_CONTENT_CHARS={settings.MEMORY_MAX_CONTENT_CHARS}.",
                 details={"field": "content", "size": len(value), "limit": settings.MEMORY_MAX_CONTENT_CHARS},
             )
-        if "\x00" in value:
-            raise serializers.ValidationError("content must not contain NUL characters.")
-        return value
+        return storable_text(value, field="content")
 
     def validate_metadata(self, value: Any) -> dict:
         if not isinstance(value, dict):
             raise serializers.ValidationError("metadata must be a JSON object.")
         return value
+
+    def validate_created_at(self, value: datetime) -> datetime:
+        return storable_datetime(value, field="created_at")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["content"] is None:
@@ -218,7 +223,11 @@ def _plain_append(data: Any) -> dict[str, Any] | None:
     owners = {name: data.get(name, "") for name in OWNER_FIELDS}
     for value in owners.values():
         # A CharField trims whitespace: a value it would change is left to it.
-        if type(value) is not str or len(value) > OWNER_ID_MAX or value != value.strip() or UNSTORABLE.search(value):
+        if type(value) is not str or len(value) > OWNER_ID_MAX or value != value.strip():
+            return None
+        try:
+            storable_text(value, field="user_id")
+        except Unstorable:
             return None
     return {"messages": messages, **owners}
 
@@ -230,10 +239,11 @@ def _plain_message(item: Any) -> dict[str, Any] | None:
     role, content, metadata = item.get("role"), item.get("content"), item.get("metadata", {})
     if type(role) is not str or role not in ROLES or type(content) is not str or type(metadata) is not dict:
         return None
-    if len(content) > settings.MEMORY_MAX_CONTENT_CHARS or UNSTORABLE.search(content):
+    if len(content) > settings.MEMORY_MAX_CONTENT_CHARS:
         return None
     message: dict[str, Any] = {}
     try:
+        storable_text(content, field="content")
         if "id" in item:
             if type(item["id"]) is not str:
                 return None
@@ -244,8 +254,8 @@ def _plain_message(item: Any) -> dict[str, Any] | None:
         if "created_at" in item:
             if type(item["created_at"]) is not str:
                 return None
-            message["created_at"] = CREATED_AT.to_internal_value(item["created_at"])
-    except (ValueError, serializers.ValidationError, LimitExceeded):
+            message["created_at"] = storable_datetime(CREATED_AT.to_internal_value(item["created_at"]), field="created_at")
+    except (ValueError, serializers.ValidationError, LimitExceeded, Unstorable):
         return None
     return message
 
@@ -407,7 +417,7 @@ class MemoryDocumentSerializer(serializers.Serializer):
         return check_metadata(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        check_storable(attrs["messages"], field="messages")
+        attrs["messages"] = storable_json(attrs["messages"], field="messages")
         size = json_size(attrs)
         if size > settings.MEMORY_MAX_MEMORY_BYTES:
             raise LimitExceeded(
@@ -441,9 +451,7 @@ def check_text(value: str, *, field: str) -> str:
             f"{field} is {len(value)} characters; the limit is MEMORY_MAX_CONTENT_CHARS={settings.MEMORY_MAX_CONTENT_CHARS}.",
             details={"field": field, "size": len(value), "limit": settings.MEMORY_MAX_CONTENT_CHARS},
         )
-    if "\x00" in value:
-        raise serializers.ValidationError(f"{field} must not contain NUL characters.")
-    return value
+    return storable_text(value, field=field)
 
 
 LLM_FORMATS = [

@@ -293,6 +293,64 @@ def test_export_streams_json_with_every_message_in_order_and_only_this_tenants(o
     assert LogEntry.objects.filter(change_message="Exported as JSON").count() == 2
 
 
+def exported_messages(client: Any, conversation: Conversation) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    answer = run_action(client, "export_json", [conversation])
+    assert answer.status_code == 200
+    (exported,) = json.loads(b"".join(answer.streaming_content))["conversations"]
+    return exported, exported["messages"]
+
+
+def test_the_export_holds_the_acknowledged_writes_no_worker_has_persisted_yet(operator_client, api, tenant, no_worker):
+    api.post("/api/v1/conversations/c1/messages/", message_payload(content="persisted"), format="json")
+    run_queued_tasks()
+    queued = [
+        api.post("/api/v1/conversations/c1/messages/", message_payload(content=text), format="json").json()["messages"][0]
+        for text in ("queued one", "queued two")
+    ]
+    api.put("/api/v1/conversations/c1/memory/", {"messages": [{"role": "user", "content": "saved"}]}, format="json")
+    conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="c1")
+
+    exported, messages = exported_messages(operator_client, conversation)
+
+    assert [m["content"] for m in messages] == ["persisted", "queued one", "queued two"]
+    assert [m["status"] for m in messages] == ["persisted", "pending", "pending"]
+    assert [m["id"] for m in messages[1:]] == [m["id"] for m in queued]
+    assert [m["seq"] for m in messages] == sorted(m["seq"] for m in messages)
+    assert messages[0]["persisted_at"]
+    assert messages[1]["persisted_at"] is None
+    assert exported["pending_included"] is True
+    assert exported["memory"]["messages"] == [{"role": "user", "content": "saved"}]
+    assert Message.objects.for_tenant(tenant).count() == 1  # the export wrote nothing
+
+
+def test_a_write_persisted_while_the_export_reads_is_exported_once(operator_client, api, tenant, no_worker, monkeypatch):
+    api.post("/api/v1/conversations/c1/messages/", message_payload(content="racing"), format="json")
+    read_before = cache.pending(tenant_slug="acme", conversation_id="c1")
+    run_queued_tasks()  # persisted after the export read the pending writes, before it read the rows
+    monkeypatch.setattr(cache, "pending", lambda **_: read_before)
+    conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="c1")
+
+    _, messages = exported_messages(operator_client, conversation)
+
+    assert [(m["content"], m["status"]) for m in messages] == [("racing", "persisted")]
+
+
+def test_without_redis_the_export_says_its_pending_writes_are_missing(operator_client, api, tenant, no_worker, monkeypatch):
+    api.post("/api/v1/conversations/c1/messages/", message_payload(content="kept"), format="json")
+    run_queued_tasks()
+
+    def unreachable(**_: Any) -> None:
+        raise cache.CacheUnavailable("redis is down")
+
+    monkeypatch.setattr(cache, "pending", unreachable)
+    conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="c1")
+
+    exported, messages = exported_messages(operator_client, conversation)
+
+    assert exported["pending_included"] is False
+    assert [m["content"] for m in messages] == ["kept"]
+
+
 def test_erase_asks_for_confirmation_then_erases_rows_cache_and_queued_writes(operator_client, operator, api, tenant, no_worker):
     api.post("/api/v1/conversations/c1/messages/", message_payload(), format="json")
     run_queued_tasks()

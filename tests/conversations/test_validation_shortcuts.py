@@ -11,7 +11,7 @@ from django.test import override_settings
 from rest_framework.exceptions import ValidationError
 
 from conversations.api import serializers
-from conversations.exceptions import LimitExceeded
+from conversations.exceptions import LimitExceeded, Unstorable
 
 ID = str(uuid.uuid4())
 OTHER_ID = str(uuid.uuid4())
@@ -92,7 +92,7 @@ def serializer_answer(data: Any) -> tuple[str, Any]:
     serializer = serializers.AppendSerializer(data=data)
     try:
         serializer.is_valid(raise_exception=True)
-    except (ValidationError, LimitExceeded) as error:
+    except (ValidationError, LimitExceeded, Unstorable) as error:
         return "error", getattr(error, "detail", None) or str(error)
     return "valid", serializer.validated_data
 
@@ -100,7 +100,7 @@ def serializer_answer(data: Any) -> tuple[str, Any]:
 def caught(function: Any, *args: Any) -> Any:
     try:
         return "valid", function(*args)
-    except (ValidationError, LimitExceeded) as error:
+    except (ValidationError, LimitExceeded, Unstorable) as error:
         return "error", getattr(error, "detail", None) or str(error)
 
 

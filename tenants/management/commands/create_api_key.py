@@ -5,6 +5,7 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from conversations.exceptions import Unstorable
 from tenants import services
 from tenants.models import Tenant
 
@@ -25,7 +26,10 @@ class Command(BaseCommand):
             raise CommandError(f"No tenant {slug!r}; create it with: manage.py create_tenant {slug}")
         days = options["expires_in_days"]
         expiry = timezone.now() + timedelta(days=days) if days else None
-        api_key, key = services.api_key_create(tenant=tenant, name=str(options["name"]), expiry_date=expiry)
+        try:
+            api_key, key = services.api_key_create(tenant=tenant, name=str(options["name"]), expiry_date=expiry)
+        except Unstorable as error:
+            raise CommandError(error.message) from error
         if options["quiet"]:
             self.stdout.write(key)
             return

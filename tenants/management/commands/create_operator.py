@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
 
+from conversations.exceptions import Unstorable
 from tenants import services
 from tenants.models import Tenant
 
@@ -32,6 +33,8 @@ class Command(BaseCommand):
             services.operator_create(
                 tenant=tenant, username=str(options["username"]), password=str(password), email=str(options["email"])
             )
+        except Unstorable as error:
+            raise CommandError(error.message) from error
         except IntegrityError as error:
             raise CommandError(f"A user named {options['username']!r} already exists; choose another name.") from error
         self.stdout.write(f"Operator {options['username']} created for tenant {slug}; log in at /{settings.ADMIN_PATH}")

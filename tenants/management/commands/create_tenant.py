@@ -2,7 +2,9 @@
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
+from conversations.exceptions import Unstorable
 from tenants import services
 from tenants.models import Tenant
 
@@ -21,10 +23,13 @@ class Command(BaseCommand):
         if Tenant.objects.filter(slug=slug).exists():
             raise CommandError(f"Tenant {slug!r} already exists; add a key with: manage.py create_api_key --tenant {slug}")
         try:
-            tenant = services.tenant_create(slug=slug, name=str(options["name"]))
+            with transaction.atomic():  # a tenant and its first key, or neither
+                tenant = services.tenant_create(slug=slug, name=str(options["name"]))
+                _, key = services.api_key_create(tenant=tenant, name=str(options["key_name"]))
         except ValidationError as error:
             raise CommandError("; ".join(error.messages)) from error
-        _, key = services.api_key_create(tenant=tenant, name=str(options["key_name"]))
+        except Unstorable as error:
+            raise CommandError(error.message) from error
         if options["quiet"]:
             self.stdout.write(key)
             return

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from conversations.exceptions import Unstorable
 from tenants import services
 from tenants.models import ProviderCredential, Tenant, provider_name
 from tenants.secrets import SecretUnreadable
@@ -76,6 +77,8 @@ class Command(BaseCommand):
             credential = services.provider_credential_set(tenant=tenant, provider=provider, secret=secret)
         except ValidationError as error:
             raise CommandError(" ".join(error.messages)) from error
+        except Unstorable as error:
+            raise CommandError(error.message) from error
         self.stdout.write(f"Stored the {credential.provider} credential of {tenant.slug} ({credential.hint}).")
 
     def read_secret(self, tenant: Tenant, provider: str) -> str:
