@@ -35,6 +35,8 @@ def stored(tenant: Any) -> list[tuple[str, int]]:
 
 
 def restart_redis_empty() -> None:
+    """Redis loses everything, in a deployment that had a ledger before (its next one replaces it)."""
+    LedgerEpoch.objects.get_or_create(since=1)
     get_redis_connection("default").flushdb()
 
 
@@ -72,7 +74,6 @@ def test_after_redis_lost_a_queued_write_its_resend_is_refused_until_it_is_persi
 
 
 def test_a_write_without_an_id_is_taken_at_once_after_redis_lost_its_ledger(tenant, transactional_db):
-    LedgerEpoch.objects.create(since=1)
     restart_redis_empty()
 
     result = services.message_append(tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "x"}])
@@ -81,7 +82,6 @@ def test_a_write_without_an_id_is_taken_at_once_after_redis_lost_its_ledger(tena
 
 
 def test_the_ledger_is_whole_again_once_the_barrier_is_reached_and_the_slack_has_passed(tenant, transactional_db):
-    LedgerEpoch.objects.create(since=1)
     restart_redis_empty()
     with pytest.raises(ServiceUnavailable):
         append(tenant, "c1", message("first after the loss"))
@@ -98,6 +98,7 @@ def test_the_ledger_is_whole_again_once_the_barrier_is_reached_and_the_slack_has
 
 
 def test_the_first_ledger_a_deployment_begins_is_whole_at_once(tenant, transactional_db):
+    get_redis_connection("default").flushdb()  # a new Redis, in a deployment that never had a ledger
     assert not LedgerEpoch.objects.exists()
 
     assert append(tenant, "c1", message("first ever")).created is True
