@@ -7,9 +7,18 @@ Keys, all built by :func:`key`:
 * ``<tenant>:<conv>:memory``        the memory document
 * ``<tenant>:<conv>:state``         hash: ``version`` (bumped by every change), ``last_seq``, ``memory_rev``
 * ``<tenant>:<conv>:pending``       hash id -> JSON of writes acknowledged but not yet persisted
+* ``<tenant>:<conv>:reserved``      hash id -> JSON of writes being published, or whose publish was
+                                    indeterminate: the id and seq a resend must get back
 * ``<tenant>:<conv>:lock``          the append lock (one appender per conversation at a time)
 * ``<tenant>:<conv>:rebuild``       the rebuild lock (one rebuild per conversation at a time)
 * ``<tenant>:<conv>:context:<hash>`` a built context (seed 001), valid only at the version it was built at
+* ``memory:ledger``                 hash ``since`` (when this Redis began keeping pending writes),
+                                    ``barrier_at``, ``drained_at``: see ``ledger_status``
+
+Together, ``reserved``, ``pending`` and the message keys are the ledger of writes not yet known to
+be persisted: what tells a resend of an acknowledged id from a new message. The state hash's
+``ledger`` field says the conversation's ledger is whole (Redis did not lose writes that may still
+be queued); without it, an id found nowhere may still be on its way to PostgreSQL.
 
 The messages list always starts with a header element ``{"seq":0,"complete":...}``: the list
 exists exactly when the conversation is cached (an empty conversation is a header alone), and
@@ -67,13 +76,14 @@ class ConversationKeys:
     lock: str
     rebuild: str
     memory: str
+    reserved: str
 
     @classmethod
     def of(cls, tenant_slug: str, conversation_id: str) -> "ConversationKeys":
         return cls(
             **{
                 name: key(tenant_slug, conversation_id, name)
-                for name in ("state", "messages", "pending", "lock", "rebuild", "memory")
+                for name in ("state", "messages", "pending", "lock", "rebuild", "memory", "reserved")
             }
         )
 
@@ -160,9 +170,18 @@ end
 # clock: max(last seq + 1, floor + 1, Redis time in microseconds), so it keeps increasing after Redis
 # loses its state, and is identical wherever the message is stored. `known` says whether the last
 # seq was in Redis; when it was not, the caller checks the database's and reserves again above it.
+# Under the lock, each message id is looked up in the ledger (its message key, the pending writes,
+# the reserved ones): found, its JSON comes back with where it was found ('k', 'p', 'r'); not found,
+# it is recorded as reserved with the seq it gets here (message n: first + n - 1), before anything is
+# published, so that a resend after a crash or an indeterminate publish gets the same seq back.
+# With mode 'record' (a second reservation above the database's floor) nothing is looked up: the
+# reserved entries are written again with the new seqs.
+# KEYS: state, lock, messages, reserved, pending, message keys...
+# ARGV: token, count, lock_ms, pending_ttl, floor, mode, then id and JSON-without-seq pairs.
+# Returns {first seq, cached, known, ledger whole, then kind and JSON per message ('' and '' if new)}.
 RESERVE = """
 if ARGV[1] ~= '' then
-  if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then return {'-1', '0', '0'} end
+  if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then return {'-1'} end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -177,14 +196,37 @@ local cached = '0'
 if redis.call('EXISTS', KEYS[3]) == 1 then cached = '1' end
 local known = '0'
 if stored then known = '1' end
-return {string.format('%d', first), cached, known}
+local reply = {string.format('%d', first), cached, known, redis.call('HGET', KEYS[1], 'ledger') or '0'}
+local n = 0
+for i = 7, #ARGV, 2 do
+  n = n + 1
+  local found, kind = false, ''
+  if ARGV[6] == 'lookup' then
+    found = redis.call('GET', KEYS[5 + n])
+    kind = 'k'
+    if not found then found = redis.call('HGET', KEYS[5], ARGV[i]) kind = 'p' end
+    if not found then found = redis.call('HGET', KEYS[4], ARGV[i]) kind = 'r' end
+  end
+  if found then
+    reply[#reply + 1] = kind
+    reply[#reply + 1] = found
+  else
+    redis.call('HSET', KEYS[4], ARGV[i], '{"seq":' .. string.format('%d', first + n - 1) .. ',' .. ARGV[i + 1])
+    reply[#reply + 1] = ''
+    reply[#reply + 1] = ''
+  end
+end
+if n > 0 then redis.call('EXPIRE', KEYS[4], ARGV[4]) end
+return reply
 """
 
 # Merge messages into the cached list in seq order (normally an RPUSH), record them as pending
-# (web, after the broker confirmed) or settle them (worker, after the row committed), bump the
-# version, refresh TTLs and release the append lock if we hold it.
-# KEYS: state, messages, pending, lock, erase floor, message keys...   ARGV: token, ttl, cap,
-# pending_ttl, mode, then id, json pairs.
+# (web, after the broker confirmed: they leave the reserved ones) or settle them (worker, after the
+# row committed), bump the version, refresh TTLs and release the append lock if we hold it. Mode
+# 'reassert' (a worker still waiting for the database) records as pending only what the ledger lost
+# (a Redis restart), and changes nothing otherwise.
+# KEYS: state, messages, pending, lock, erase floor, reserved, message keys...   ARGV: token, ttl,
+# cap, pending_ttl, mode, then id, json pairs.
 MERGE = (
     _SEQ_OF
     + _BUMP
@@ -228,11 +270,20 @@ for i = 6, #ARGV, 2 do
   local id, json = ARGV[i], ARGV[i + 1]
   local settled = false
   n = n + 1
+  local skip = false
+  if mode ~= 'reassert' then redis.call('HDEL', KEYS[6], id) end
   if seq_of(json) < erased_before then
     redis.call('HDEL', pending, id)
   elseif mode == 'pending' then
     -- A worker fast enough to settle it before this merge already wrote its key: nothing is pending.
-    if redis.call('GET', KEYS[5 + n]) ~= json then redis.call('HSET', pending, id, json) end
+    if redis.call('GET', KEYS[6 + n]) ~= json then redis.call('HSET', pending, id, json) end
+  elseif mode == 'reassert' then
+    if redis.call('GET', KEYS[6 + n]) == json or redis.call('HGET', pending, id) == json then
+      skip = true
+    else
+      redis.call('HSET', pending, id, json)
+      changed = true
+    end
   elseif redis.call('HGET', pending, id) == json then
     -- Settling a pending write: a cached list already holds it (the append merged it, a rebuild
     -- installs the pending writes), so it is not looked for, a scan from the tail per message.
@@ -241,8 +292,8 @@ for i = 6, #ARGV, 2 do
   else
     changed = true
   end
-  if seq_of(json) >= erased_before then
-    redis.call('SET', KEYS[5 + n], json, 'EX', ttl)
+  if seq_of(json) >= erased_before and not skip then
+    redis.call('SET', KEYS[6 + n], json, 'EX', ttl)
     if cached and not settled and place(json, seq_of(json)) then changed = true end
   end
 end
@@ -263,10 +314,60 @@ return n
 """
 )
 
-# Release the append lock without changing anything (the publish failed).
+# Release the append lock, and drop the reserved entries of messages that will never be published
+# (the broker refused them, or they turned out to be stored already).
+# KEYS: lock, reserved   ARGV: token, ids...
 RELEASE = """
+for i = 2, #ARGV do redis.call('HDEL', KEYS[2], ARGV[i]) end
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
+"""
+
+# Whether ids are provably new to a conversation whose database cannot be asked: the cached list
+# holds the whole conversation (its header says complete) and none of them. Scanned from the tail in
+# chunks (the list holds at most MEMORY_CACHE_LIST_LIMIT messages). Returns {1} when proven new,
+# {0} when it cannot be told, or {2, json} with a message found that holds one of the ids.
+# KEYS: messages   ARGV: ids...
+PROVE_NEW = """
+local header = redis.call('LINDEX', KEYS[1], 0)
+if not header or not string.find(header, '"complete":true', 1, true) then return {0} end
+local len = redis.call('LLEN', KEYS[1])
+local start = 1
+while start < len do
+  local chunk = redis.call('LRANGE', KEYS[1], start, start + 255)
+  for _, element in ipairs(chunk) do
+    for i = 1, #ARGV do
+      if string.find(element, '"id":"' .. ARGV[i] .. '"', 1, true) then return {2, element} end
+    end
+  end
+  start = start + 256
+end
+return {1}
+"""
+
+# The ledger's state in this Redis (see ``ledger_status``), created with ``since`` = now if missing.
+# KEYS: ledger   Returns {since, barrier_at or '', drained_at or '', whole_at or '', now, 1 if begun now}.
+LEDGER = """
+local t = redis.call('TIME')
+local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+local since = redis.call('HGET', KEYS[1], 'since')
+local begun = 0
+if not since then
+  redis.call('HSET', KEYS[1], 'since', now)
+  since = now
+  begun = 1
+end
+return {since, redis.call('HGET', KEYS[1], 'barrier_at') or '', redis.call('HGET', KEYS[1], 'drained_at') or '',
+        redis.call('HGET', KEYS[1], 'whole_at') or '', now, begun}
+"""
+
+# Record a ledger event (ARGV[2]: barrier_at or drained_at) at Redis time, if the ledger is still the
+# one that began at ARGV[1]. KEYS: ledger
+LEDGER_MARK = """
+if redis.call('HGET', KEYS[1], 'since') ~= ARGV[1] then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], ARGV[2], string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+return 1
 """
 
 # What a rebuild starts from: the version and the pending writes, read together.
@@ -421,6 +522,9 @@ class _Scripts:
             "RESERVE",
             "MERGE",
             "RELEASE",
+            "PROVE_NEW",
+            "LEDGER",
+            "LEDGER_MARK",
             "SNAPSHOT",
             "INSTALL",
             "WINDOW",
@@ -466,32 +570,123 @@ def _call(operation: str, tenant_slug: str, function: Any, *args: Any, **kwargs:
 
 
 @dataclass(frozen=True)
+class Found:
+    """A message id already in the ledger: where (``stored``: its message key or the pending writes,
+    so acknowledged or persisted; otherwise reserved: being published, or published indeterminately)
+    and its JSON."""
+
+    stored: bool
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Reservation:
     first_seq: int
     cached: bool  # the conversation's list is in Redis
     known: bool = True  # Redis held the conversation's last seq (False after expiry or a restart)
+    ledger_whole: bool = True  # Redis lost no pending write of this conversation that may still be queued
+    found: tuple[Found | None, ...] = ()  # per message asked about, in order
 
 
 def reserve(
-    *, tenant_slug: str, conversation_id: str, count: int, token: str, lock_ms: int, seq_floor: int = 0
+    *,
+    tenant_slug: str,
+    conversation_id: str,
+    count: int,
+    token: str,
+    lock_ms: int,
+    seq_floor: int = 0,
+    messages: Sequence[dict[str, Any]] = (),
+    look_up: bool = True,
 ) -> Reservation | None:
-    """Take the append lock and hand out ``count`` seqs; None when another appender holds the lock."""
+    """Take the append lock and hand out ``count`` seqs; None when another appender holds the lock.
+
+    Each of ``messages`` (given without ``seq``; message n gets ``first_seq + n``) is looked up in
+    the ledger, and recorded as reserved with its seq when not found (``look_up=False``: recorded
+    without looking: a second reservation of the same messages)."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    first, cached, known = _call(
+    args: list[Any] = [token, count, lock_ms, settings.MEMORY_PENDING_TTL, seq_floor, "lookup" if look_up else "record"]
+    message_keys = []
+    for message in messages:
+        args += [message["id"], message_json(message | {"seq": 0})[len(HEADER_PREFIX) :]]
+        message_keys.append(message_key(tenant_slug, conversation_id, message["id"]))
+    reply = _call(
         "reserve",
         tenant_slug,
         _scripts().reserve,
-        keys=[keys.state, keys.lock, keys.messages],
-        args=[token, count, lock_ms, settings.MEMORY_PENDING_TTL, seq_floor],
+        keys=[keys.state, keys.lock, keys.messages, keys.reserved, keys.pending, *message_keys],
+        args=args,
     )
-    if int(first) < 0:
+    if int(reply[0]) < 0:
         return None
-    return Reservation(first_seq=int(first), cached=cached in (b"1", "1"), known=known in (b"1", "1"))
+    found = tuple(
+        Found(stored=_text(kind) != "r", message=json.loads(value)) if kind else None
+        for kind, value in zip(reply[4::2], reply[5::2], strict=True)
+    )
+    return Reservation(
+        first_seq=int(reply[0]),
+        cached=reply[1] in (b"1", "1"),
+        known=reply[2] in (b"1", "1"),
+        ledger_whole=reply[3] in (b"1", "1"),
+        found=found,
+    )
 
 
-def release(*, tenant_slug: str, conversation_id: str, token: str) -> None:
+def release(*, tenant_slug: str, conversation_id: str, token: str, unreserve: Sequence[str] = ()) -> None:
+    """Release the append lock held with ``token``, dropping the reserved entries of ``unreserve``."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    _call("release", tenant_slug, _scripts().release, keys=[keys.lock], args=[token])
+    _call("release", tenant_slug, _scripts().release, keys=[keys.lock, keys.reserved], args=[token, *unreserve])
+
+
+def prove_new(*, tenant_slug: str, conversation_id: str, message_ids: Sequence[str]) -> bool | dict[str, Any]:
+    """Whether the cached list shows these ids are new (it holds the whole conversation and none of
+    them): True, False (it cannot tell), or the cached message that holds one of them."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    reply = _call("prove_new", tenant_slug, _scripts().prove_new, keys=[keys.messages], args=list(message_ids))
+    if int(reply[0]) == 2:
+        return json.loads(reply[1])
+    return int(reply[0]) == 1
+
+
+LEDGER_KEY = "memory:ledger"
+
+
+@dataclass(frozen=True)
+class LedgerStatus:
+    """This Redis's ledger of pending writes: since when it is kept (``since``, microseconds: a Redis
+    that restarted empty starts a new one), when a barrier was published behind every persist task
+    queued before it, and when a worker reached that barrier; all in Redis time, microseconds."""
+
+    since: int
+    barrier_at: int | None
+    drained_at: int | None
+    whole_at: int | None  # whole from its start (the first ledger of a deployment)
+    now: int
+    begun_now: bool
+
+
+def ledger_status() -> LedgerStatus:
+    """The ledger's state, begun now if this Redis has none (it restarted empty, or is new)."""
+    since, barrier_at, drained_at, whole_at, now, begun = _call("ledger", "-", _scripts().ledger, keys=[LEDGER_KEY], args=[])
+    return LedgerStatus(
+        since=int(since),
+        barrier_at=int(barrier_at) if barrier_at else None,
+        drained_at=int(drained_at) if drained_at else None,
+        whole_at=int(whole_at) if whole_at else None,
+        now=int(now),
+        begun_now=bool(int(begun)),
+    )
+
+
+def ledger_mark(*, since: int, event: str) -> bool:
+    """Record ``event`` (``barrier_at``, ``drained_at`` or ``whole_at``) now, if the ledger begun at ``since`` is still this Redis's."""
+    return bool(_call("ledger", "-", _scripts().ledger_mark, keys=[LEDGER_KEY], args=[since, event]))
+
+
+def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:
+    """Mark the conversation's ledger whole (it lost nothing that may still be queued)."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    _call("ledger", tenant_slug, client().hset, keys.state, "ledger", 1)
 
 
 def merge(
@@ -504,7 +699,7 @@ def merge(
     token: str = "",
 ) -> None:
     """Put messages into the cache in seq order; ``mode`` is ``pending`` (acknowledged, not yet
-    persisted) or ``settled`` (the row is committed)."""
+    persisted), ``settled`` (the row is committed) or ``reassert`` (pending again if Redis lost them)."""
     keys, args = _merge_call(tenant_slug, conversation_id, messages, mode=mode, ttl=ttl, token=token)
     _call("merge", tenant_slug, _scripts().merge, keys=keys, args=args)
 
@@ -525,6 +720,7 @@ def _merge_call(
         keys.pending,
         keys.lock,
         erase_floor_key(tenant_slug, conversation_id),
+        keys.reserved,
         *message_keys,
     ], args
 
@@ -878,7 +1074,15 @@ def clear_messages(*, tenant_slug: str, conversation_id: str, token: str, erased
         for suffix in ("message:*", "context:*"):
             found.extend(connection.scan_iter(match=key(tenant_slug, conversation_id, suffix), count=500))
         return _scripts().clear_messages(
-            keys=[keys.state, keys.messages, keys.pending, keys.lock, erase_floor_key(tenant_slug, conversation_id), *found],
+            keys=[
+                keys.state,
+                keys.messages,
+                keys.pending,
+                keys.lock,
+                erase_floor_key(tenant_slug, conversation_id),
+                keys.reserved,
+                *found,
+            ],
             args=[token, settings.MEMORY_PENDING_TTL, erased_before],
         )
 

@@ -24,14 +24,30 @@ fallbacks = Counter(
     ["kind"],
 )
 messages_accepted = Counter("memory_messages_accepted_total", "Messages acknowledged with 201.", ["tenant"])
-publish_failures = Counter("memory_publish_failures_total", "Persist tasks the broker refused or could not take.")
+publish_failures = Counter(
+    "memory_publish_failures_total",
+    "Publishes that failed: refused (the broker did not take the message) or indeterminate (its confirm was lost).",
+    ["outcome"],
+)
+idempotency_unknown = Counter(
+    "memory_idempotency_unknown_total",
+    "Appends answered 503 because the service could not tell whether a client's message id was already stored.",
+)
+persist_retries = Counter(
+    "memory_persist_retries_total",
+    "Persist attempts tried again: the payload failed with the database answering, or the database was unreachable.",
+    ["reason"],
+)
+persist_requeued = Counter(
+    "memory_persist_requeued_total", "Persist messages handed back to the broker after waiting too long for the database."
+)
 persist_lag = Histogram(
     "memory_persist_lag_seconds",
     "Time from acknowledgement to committed row.",
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
 )
 persisted = Counter("memory_messages_persisted_total", "Message rows committed by workers.")
-dead_letters = Counter("memory_dead_letters_total", "Tasks that failed for good and were recorded.", ["task"])
+dead_letters = Counter("memory_dead_letters_total", "Tasks that failed for good and were recorded.", ["task", "storable"])
 queue_depth = Gauge("memory_queue_depth", "Messages waiting in the persist queue (sampled by /status).")
 
 

@@ -191,3 +191,18 @@ class DeadLetter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_name} ({self.created_at:%Y-%m-%d %H:%M})"
+
+
+class LedgerEpoch(models.Model):
+    """A ledger of pending writes begun in Redis (``cache.ledger_status``), by its start in Redis time.
+
+    The first ledger a deployment ever begins is whole at once (nothing was acknowledged before it);
+    a later one was begun because Redis lost the last one, and waits for the writes that may still
+    be queued (``services.ledger_is_whole``). Not tenant data: one row per Redis loss.
+    """
+
+    since = models.BigIntegerField(unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"ledger since {self.since}"

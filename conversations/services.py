@@ -2,24 +2,33 @@
 
 The append path, in order (``message_append``):
 
-1. Idempotency: a client-chosen id already stored (cache or database) with the same content is
-   answered with the stored message; with other content it is a 409.
-2. Redis takes the conversation's append lock and hands out the seqs (``cache.reserve``); a cold
-   cache is rebuilt first, under that lock, so the list the message joins is whole.
+1. Every value passes the storable door (``conversations.storable``): what PostgreSQL, Redis or
+   JSON would refuse later is refused now, with a 400 naming the field.
+2. Redis takes the conversation's append lock and hands out the seqs (``cache.reserve``); under that
+   lock each message id is looked up in the ledger of writes not yet known to be persisted
+   (reserved, pending, message keys), then in PostgreSQL: an id already known comes back with the
+   seq it was given (the same content) or is a 409 (other content); an id that cannot be told new
+   (Redis lost writes that may still be queued, or PostgreSQL cannot be asked) is a 503
+   ``idempotency_unknown``. The new ones are reserved, with their seqs, before anything is sent.
 3. The persist task is published and confirmed by the broker (persistent message, durable queue).
-   If the broker refuses or is down, the lock is released and nothing was written: 503.
+   Refused or unreachable: the lock and the new reservations are released, nothing was written, 503
+   ``broker_unavailable``. Sent but not confirmed: 503 ``write_indeterminate`` with the ids and
+   seqs, the reservations kept, so a resend publishes the same seqs again.
 4. The messages join the cached list and the pending hash in one script, which releases the lock:
    they are in the window at once (read-your-writes) and survive a rebuild until persisted.
 5. A worker commits the rows (``messages_persist``), idempotently, then settles the cache; the
    persist tasks it runs at once share one statement (``PersistCommits``).
 
-With Redis down, seqs come from the conversation row in PostgreSQL and the conversation is marked
-for cache repair; with PostgreSQL down, the Redis path needs nothing from it.
+With Redis down, the messages are committed to PostgreSQL in the request, with seqs from the
+conversation row, and the conversation is marked for cache repair; with PostgreSQL down, the Redis
+path needs nothing from it but the check of a client's ids the ledger does not hold.
 """
 
 import contextvars
+import dataclasses
 import json
 import os
+import socket
 import threading
 import time
 import uuid
@@ -27,9 +36,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import structlog
+from amqp.exceptions import MessageNacked
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Q
@@ -37,9 +48,9 @@ from django.utils import timezone
 from kombu.entity import PERSISTENT_DELIVERY_MODE
 from kombu.utils.uuid import uuid as kombu_uuid
 
-from conversations import cache, metrics, tokens
+from conversations import cache, metrics, storable, tokens
 from conversations.exceptions import Conflict, NotFound, ServiceUnavailable
-from conversations.models import CacheRepair, Conversation, DeadLetter, Message, Tombstone, tombstone_key
+from conversations.models import CacheRepair, Conversation, DeadLetter, LedgerEpoch, Message, Tombstone, tombstone_key
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -138,8 +149,24 @@ def _same_message(stored: dict[str, Any], new: dict[str, Any]) -> bool:
     return (
         stored["role"] == new["role"]
         and stored["content"] == new["content"]
-        and stored.get("metadata", {}) == new.get("metadata", {})
+        and same_json(stored.get("metadata", {}), new.get("metadata", {}))
     )
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Whether two JSON values are equal as PostgreSQL's jsonb compares them: numbers by value
+    (jsonb gives ``1e23`` back as ``100000000000000000000000``, an int Python holds unequal to the float)."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return left is right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return Decimal(repr(left) if isinstance(left, float) else left) == Decimal(
+            repr(right) if isinstance(right, float) else right
+        )
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(same_json(left[name], right[name]) for name in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(same_json(a, b) for a, b in zip(left, right, strict=True))
+    return type(left) is type(right) and left == right
 
 
 def _now_microseconds() -> int:
@@ -152,7 +179,7 @@ def _now_microseconds() -> int:
 @dataclass(frozen=True)
 class AppendResult:
     messages: list[dict[str, Any]]
-    created: bool
+    created: bool  # some message got a seq now (201); False: every one was known already (200)
 
 
 def message_append(
@@ -163,101 +190,121 @@ def message_append(
     user_id: str = "",
     agent_id: str = "",
 ) -> AppendResult:
-    """Append one message or a batch; durable (broker-confirmed) when it returns.
+    """Append one message or a batch; durable (broker-confirmed, or committed) when it returns.
 
-    Each item holds ``role``, ``content`` and optionally ``id``, ``metadata``, ``created_at``.
+    Each item holds ``role``, ``content`` and optionally ``id``, ``metadata``, ``created_at``; every
+    value passes the storable door first (``conversations.storable``), so nothing acknowledged is
+    refused later. A message whose id the service already knows (acknowledged, persisted, or sent in
+    an attempt whose outcome was indeterminate) comes back with the seq it was given then; see
+    ``_append_through_cache`` for how that is decided.
     """
     now = timezone.now()
     prepared = []
-    for item in messages:
+    client_ids: set[str] = set()
+    for index, item in enumerate(messages):
+        field = f"messages[{index}]" if len(messages) > 1 else ""
+        created_at = item.get("created_at")
+        content = storable.storable_text(item["content"], field=_field(field, "content"))
+        if item.get("id"):
+            client_ids.add(str(item["id"]))
         prepared.append(
             {
                 "id": str(item.get("id") or uuid.uuid4()),
                 "role": item["role"],
-                "content": item["content"],
-                "metadata": item.get("metadata") or {},
-                "created_at": (item.get("created_at") or now).astimezone(UTC).isoformat(),
-                "token_count": tokens.count(item["content"]),
+                "content": content,
+                "metadata": storable.storable_json(item.get("metadata") or {}, field=_field(field, "metadata")),
+                "created_at": (storable.storable_datetime(created_at, field=_field(field, "created_at")) if created_at else now)
+                .astimezone(UTC)
+                .isoformat(),
+                "token_count": tokens.count(content),
             }
         )
-    client_ids = [str(item["id"]) for item in messages if item.get("id")]
-    existing = _existing_messages(tenant=tenant, conversation_id=conversation_id, message_ids=client_ids)
-    replayed: dict[str, dict[str, Any]] = {}
-    for message in prepared:
-        stored = existing.get(message["id"])
-        if stored is None:
-            continue
-        if not _same_message(stored, message):
-            raise Conflict(
-                f"Message id {message['id']} is already used by another message; send a new id, or the "
-                "same role, content and metadata to get the stored message back.",
-                details={"id": message["id"]},
-            )
-        replayed[message["id"]] = stored
-    new = [message for message in prepared if message["id"] not in replayed]
-    if not new:
-        return AppendResult(messages=[replayed[message["id"]] for message in prepared], created=False)
-
     try:
-        stored_new = _append_through_cache(
-            tenant=tenant, conversation_id=conversation_id, messages=new, user_id=user_id, agent_id=agent_id
+        result = _append_through_cache(
+            tenant=tenant,
+            conversation_id=conversation_id,
+            messages=prepared,
+            client_ids=client_ids,
+            user_id=user_id,
+            agent_id=agent_id,
         )
     except cache.CacheUnavailable as error:
         logger.warning("append_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         metrics.fallbacks.labels(kind="write_without_cache").inc()
-        stored_new = _append_through_database(
-            tenant=tenant, conversation_id=conversation_id, messages=new, user_id=user_id, agent_id=agent_id
+        result = _append_through_database(
+            tenant=tenant,
+            conversation_id=conversation_id,
+            messages=prepared,
+            client_ids=client_ids,
+            user_id=user_id,
+            agent_id=agent_id,
         )
-    by_id = {message["id"]: message for message in stored_new} | replayed
-    metrics.messages_accepted.labels(tenant=tenant.slug).inc(len(stored_new))
-    logger.info(
-        "messages_appended",
-        tenant=tenant.slug,
-        conversation_id=conversation_id,
-        count=len(stored_new),
-        first_seq=stored_new[0]["seq"],
+    created = [message for message, new in zip(result.messages, result.new, strict=True) if new]
+    if created:
+        metrics.messages_accepted.labels(tenant=tenant.slug).inc(len(created))
+        logger.info(
+            "messages_appended",
+            tenant=tenant.slug,
+            conversation_id=conversation_id,
+            count=len(created),
+            first_seq=created[0]["seq"],
+        )
+    return AppendResult(messages=result.messages, created=bool(created))
+
+
+def _field(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+@dataclass(frozen=True)
+class _Appended:
+    messages: list[dict[str, Any]]  # in the order asked, each with its seq
+    new: list[bool]  # per message: given a seq now (False: known already)
+
+
+def _known(stored: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    """The known message ``stored`` under ``message``'s id, or a 409 if it holds other content."""
+    if not _same_message(stored, message):
+        raise Conflict(
+            f"Message id {message['id']} is already used by another message; send a new id, or the "
+            "same role, content and metadata to get the stored message back.",
+            details={"id": message["id"]},
+        )
+    return stored
+
+
+def _idempotency_unknown(conversation_id: str, why: str) -> ServiceUnavailable:
+    metrics.idempotency_unknown.inc()
+    logger.warning("append_idempotency_unknown", conversation_id=conversation_id, why=why)
+    return ServiceUnavailable(
+        f"The service cannot tell now whether these message ids were already stored ({why}); nothing was "
+        "written. Retry shortly with the same ids and content.",
+        retry_after=max(1, settings.MEMORY_RETRY_BACKOFF_MAX // 2),
+        code="idempotency_unknown",
     )
-    return AppendResult(messages=[by_id[message["id"]] for message in prepared], created=True)
 
 
-def _existing_messages(*, tenant: Tenant, conversation_id: str, message_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """This conversation's stored messages with these client-chosen ids: cache first, then database.
-
-    A pending message is in the cache only; one the cache no longer holds is in the database.
-    """
-    if not message_ids:
-        return {}
-    found: dict[str, dict[str, Any]] = {}
-    cache_reached = database_reached = True
-    try:
-        found.update(cache.get_messages_by_id(tenant_slug=tenant.slug, conversation_id=conversation_id, message_ids=message_ids))
-    except cache.CacheUnavailable:
-        cache_reached = False
-    missing = [message_id for message_id in message_ids if message_id not in found]
-    if missing:
-        try:
-            rows = Message.objects.for_tenant(tenant).filter(
-                conversation__conversation_id=conversation_id, message_id__in=missing
-            )
-            found.update({str(row.message_id): message_to_dict(row) for row in rows})
-        except DatabaseError:
-            database_reached = False
-    if not cache_reached and not database_reached:
-        raise ServiceUnavailable("Neither Redis nor PostgreSQL answers; retry shortly.", code="backends_unavailable")
-    return found
-
-
-def _reserve_locked(*, tenant: Tenant, conversation_id: str, count: int, token: str) -> cache.Reservation:
-    """Take the conversation's append lock and ``count`` seqs, waiting briefly for other appenders."""
+def _reserve_locked(
+    *, tenant: Tenant, conversation_id: str, count: int, token: str, messages: Sequence[dict[str, Any]] = ()
+) -> cache.Reservation:
+    """Take the conversation's append lock and ``count`` seqs, waiting briefly for other appenders;
+    ``messages`` are looked up in the ledger and reserved (``cache.reserve``)."""
     lock_ms = int(settings.MEMORY_APPEND_LOCK_TIMEOUT * 1000)
     deadline = time.monotonic() + settings.MEMORY_APPEND_LOCK_TIMEOUT
     pause = 0.001
     while True:
         reservation = cache.reserve(
-            tenant_slug=tenant.slug, conversation_id=conversation_id, count=count, token=token, lock_ms=lock_ms
+            tenant_slug=tenant.slug,
+            conversation_id=conversation_id,
+            count=count,
+            token=token,
+            lock_ms=lock_ms,
+            messages=messages,
         )
         if reservation is not None:
-            return _above_database_floor(tenant=tenant, conversation_id=conversation_id, count=count, reservation=reservation)
+            return _above_database_floor(
+                tenant=tenant, conversation_id=conversation_id, count=count, reservation=reservation, messages=messages
+            )
         if time.monotonic() > deadline:
             raise ServiceUnavailable(
                 f"Conversation {conversation_id} is busy with other writes; retry shortly.",
@@ -269,7 +316,12 @@ def _reserve_locked(*, tenant: Tenant, conversation_id: str, count: int, token: 
 
 
 def _above_database_floor(
-    *, tenant: Tenant, conversation_id: str, count: int, reservation: cache.Reservation
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    count: int,
+    reservation: cache.Reservation,
+    messages: Sequence[dict[str, Any]] = (),
 ) -> cache.Reservation:
     """Reserve again above the database's highest seq when Redis had forgotten the last one.
 
@@ -285,11 +337,20 @@ def _above_database_floor(
         return reservation  # nothing to compare with; the clock is the best we have
     if floor < reservation.first_seq:
         return reservation
-    # We hold the lock (or need none): reserve again without taking it. The skipped seqs are unused.
+    # We hold the lock (or need none): reserve again without taking it, recording the messages not
+    # found with their new seqs. The skipped seqs are unused.
+    fresh = [message for message, found in zip(messages, reservation.found, strict=True) if found is None]
     again = cache.reserve(
-        tenant_slug=tenant.slug, conversation_id=conversation_id, count=count, token="", lock_ms=0, seq_floor=floor
+        tenant_slug=tenant.slug,
+        conversation_id=conversation_id,
+        count=count,
+        token="",
+        lock_ms=0,
+        seq_floor=floor,
+        messages=fresh,
+        look_up=False,
     )
-    return cache.Reservation(first_seq=again.first_seq, cached=reservation.cached)
+    return dataclasses.replace(reservation, first_seq=again.first_seq)
 
 
 def _database_seq_floor(*, tenant: Tenant, conversation_id: str) -> int:
@@ -310,15 +371,85 @@ def _database_seq_floor(*, tenant: Tenant, conversation_id: str) -> int:
 
 
 def _append_through_cache(
-    *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
-) -> list[dict[str, Any]]:
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    messages: list[dict[str, Any]],
+    client_ids: set[str],
+    user_id: str,
+    agent_id: str,
+) -> _Appended:
+    """The append path with Redis up. Under the conversation's append lock:
+
+    1. ``cache.reserve`` hands out the seqs and looks each id up in the ledger: acknowledged or
+       persisted (its message key, the pending writes) comes back as it was stored (or 409 if the
+       content differs); reserved (an earlier attempt crashed or its publish was indeterminate) is
+       published again with its own seq; not found, it is reserved with its new seq.
+    2. A client's id not in the ledger is looked for in PostgreSQL. If PostgreSQL does not answer,
+       the cached list may prove it new (``cache.prove_new``). If the ledger is not whole (Redis lost
+       pending writes that may still be queued: ``ledger_whole``), not finding it proves nothing.
+       Either way unknown: 503 ``idempotency_unknown``, nothing written.
+    3. The persist task is published and confirmed. Refused: 503 ``broker_unavailable``, the new
+       reservations dropped. Indeterminate (sent, confirm lost): 503 ``write_indeterminate`` with the
+       ids and seqs, the reservations kept, so a resend publishes the same seqs again.
+    4. The messages join the cached list and the pending writes, leaving the reserved ones; the lock
+       is released in the same script.
+    """
     token = uuid.uuid4().hex
-    reservation = _reserve_locked(tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token)
-    stored = [message | {"seq": reservation.first_seq + index} for index, message in enumerate(messages)]
+    reservation = _reserve_locked(
+        tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token, messages=messages
+    )
+    fresh: list[str] = []  # reserved now: dropped unless published
+    published = False
     try:
-        _publish_persist(tenant=tenant, conversation_id=conversation_id, messages=stored, user_id=user_id, agent_id=agent_id)
+        answers: list[dict[str, Any] | None] = [None] * len(messages)
+        to_publish: list[dict[str, Any]] = []
+        new = [False] * len(messages)
+        unknown: list[int] = []
+        for index, (message, found) in enumerate(zip(messages, reservation.found, strict=True)):
+            if found is None:
+                fresh.append(message["id"])
+                if message["id"] in client_ids:
+                    unknown.append(index)
+                else:
+                    answers[index] = message | {"seq": reservation.first_seq + index}
+                    new[index] = True
+            elif found.stored:
+                answers[index] = _known(found.message, message)
+            else:  # reserved by an earlier attempt: publish it again with its own seq
+                answers[index] = _known(found.message, message)
+                to_publish.append(answers[index])
+        if unknown:
+            stored = _look_up_unknown(
+                tenant=tenant,
+                conversation_id=conversation_id,
+                ids=[messages[index]["id"] for index in unknown],
+                ledger_whole=reservation.ledger_whole,
+            )
+            for index in unknown:
+                message = messages[index]
+                if message["id"] in stored:
+                    answers[index] = _known(stored[message["id"]], message)
+                else:
+                    answers[index] = message | {"seq": reservation.first_seq + index}
+                    new[index] = True
+        to_publish += [answer for answer, is_new in zip(answers, new, strict=True) if is_new and answer is not None]
+        to_publish.sort(key=lambda message: message["seq"])
+        if not to_publish:
+            _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token, unreserve=fresh)
+            return _Appended(messages=[answer for answer in answers if answer is not None], new=new)
+        try:
+            _publish_persist(
+                tenant=tenant, conversation_id=conversation_id, messages=to_publish, user_id=user_id, agent_id=agent_id
+            )
+        except PublishIndeterminate as error:
+            published = True  # it may be in the queue: every reservation stays for the resend
+            error.details = {"messages": [{"id": answer["id"], "seq": answer["seq"]} for answer in answers if answer]}
+            raise
     except BaseException:
-        _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token)
+        # Not published: the reservations made now go; the ones of earlier attempts stay (their
+        # first publish may be in the queue).
+        _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token, unreserve=[] if published else fresh)
         raise
     # Durable from here on: whatever fails next, the answer is 201 and the worker completes the cache.
     try:
@@ -330,10 +461,13 @@ def _append_through_cache(
             except DatabaseError:
                 metrics.fallbacks.labels(kind="write_without_database").inc()
                 logger.warning("append_database_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
+        stale = [message_id for message_id in fresh if message_id not in {m["id"] for m in to_publish}]
+        if stale:  # found in PostgreSQL after all: not published, not pending
+            _release_quietly(tenant=tenant, conversation_id=conversation_id, token="", unreserve=stale)
         cache.merge(
             tenant_slug=tenant.slug,
             conversation_id=conversation_id,
-            messages=stored,
+            messages=to_publish,
             mode="pending",
             ttl=tenant.setting("MEMORY_TTL_EXTENDED"),
             token=token,
@@ -341,7 +475,121 @@ def _append_through_cache(
     except cache.CacheUnavailable as error:
         logger.warning("append_cache_merge_failed", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token)
+    return _Appended(messages=[answer for answer in answers if answer is not None], new=new)
+
+
+def _look_up_unknown(*, tenant: Tenant, conversation_id: str, ids: list[str], ledger_whole: bool) -> dict[str, dict[str, Any]]:
+    """Client ids the ledger does not hold: the ones PostgreSQL (or the cached list) has, by id.
+
+    Raises ServiceUnavailable (``idempotency_unknown``) when an id found nowhere may still be a
+    write on its way to PostgreSQL, or nothing can be asked.
+    """
+    try:
+        stored = _stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=ids)
+    except DatabaseError:
+        proof = cache.prove_new(tenant_slug=tenant.slug, conversation_id=conversation_id, message_ids=ids)
+        if isinstance(proof, dict):
+            return {proof["id"]: proof}
+        if not proof:
+            raise _idempotency_unknown(conversation_id, "PostgreSQL does not answer") from None
+        stored = {}
+    if len(stored) < len(ids) and not (ledger_whole or ledger_is_whole(tenant=tenant, conversation_id=conversation_id)):
+        raise _idempotency_unknown(conversation_id, "Redis lost writes that may still be queued")
     return stored
+
+
+def _stored_messages(*, tenant: Tenant, conversation_id: str, message_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """This conversation's rows with these ids, by id. Raises DatabaseError."""
+    rows = (
+        Message.objects.for_tenant(tenant)
+        .filter(conversation__conversation_id=conversation_id, message_id__in=message_ids)
+        .values(*MESSAGE_COLUMNS)
+    )
+    return {str(values["message_id"]): message_from_values(values) for values in rows}
+
+
+# --- The ledger after Redis lost it ------------------------------------------------------------------
+
+
+def ledger_is_whole(*, tenant: Tenant, conversation_id: str) -> bool:
+    """Whether no write acknowledged before this Redis's ledger began can still be on its way.
+
+    A Redis that restarts empty loses the pending and reserved writes: an id of one of them, resent,
+    would look new. They are still in the broker (queued, or held by a worker waiting for
+    PostgreSQL). The ledger is whole again once a barrier task published after the loss was reached
+    by a worker (every message queued before it was delivered) and ``MEMORY_RETRY_BACKOFF_MAX`` and
+    a few seconds more have passed since: a worker holding an older message has tried it again by
+    then, and either committed it or put it back among the pending writes (``messages_reassert_pending``).
+    The first append to see the ledger unbegun begins it and publishes the barrier; one that finds
+    the barrier unpublished (or long unreached) publishes it again. Once whole, the conversation's
+    state says so, and this is not asked again for it.
+    """
+    status = cache.ledger_status()
+    if status.begun_now:
+        _ledger_begun(status)
+        status = cache.ledger_status()
+    slack = (settings.MEMORY_RETRY_BACKOFF_MAX + LEDGER_SLACK_SECONDS) * 1_000_000
+    if status.whole_at is not None or (
+        status.drained_at is not None and status.now >= max(status.drained_at, status.since + slack)
+    ):
+        cache.ledger_whole(tenant_slug=tenant.slug, conversation_id=conversation_id)
+        return True
+    if status.drained_at is None and (status.barrier_at is None or status.now - status.barrier_at > slack):
+        from conversations import tasks
+
+        try:
+            publish_args(tasks.ledger_barrier, status.since)
+            cache.ledger_mark(since=status.since, event="barrier_at")
+            logger.info("ledger_barrier_published", since=status.since)
+        except ServiceUnavailable as error:
+            logger.warning("ledger_barrier_unpublished", since=status.since, error=error.message)
+    return False
+
+
+# Seconds a persist statement in flight when Redis lost the ledger may still take.
+LEDGER_SLACK_SECONDS = 5
+
+
+def _ledger_begun(status: cache.LedgerStatus) -> None:
+    """This append began the ledger: the first a deployment ever begins is whole at once (no write
+    was acknowledged before it); a later one replaces a ledger Redis lost. PostgreSQL keeps the
+    record; if it cannot be asked, the ledger is taken as a replacement (the safe side)."""
+    try:
+        with transaction.atomic():
+            first = not LedgerEpoch.objects.exists()
+            LedgerEpoch.objects.get_or_create(since=status.since)
+    except DatabaseError as error:
+        logger.warning("ledger_epoch_unrecorded", since=status.since, error=str(error))
+        return
+    if first:
+        cache.ledger_mark(since=status.since, event="drained_at")
+        cache.ledger_mark(since=status.since, event="whole_at")
+    logger.info("ledger_begun", since=status.since, first=first)
+
+
+def ledger_barrier_reached(*, since: int) -> bool:
+    """A worker reached the barrier published for the ledger begun at ``since``."""
+    try:
+        reached = cache.ledger_mark(since=since, event="drained_at")
+    except cache.CacheUnavailable:
+        return False  # Redis restarted again: its ledger needs a barrier of its own
+    logger.info("ledger_barrier_reached", since=since, current=reached)
+    return reached
+
+
+def messages_reassert_pending(*, payload: dict[str, Any]) -> None:
+    """A persist payload still waiting for PostgreSQL: its messages are pending again in Redis if
+    Redis lost them, so a resend of their ids is answered with their seqs (best effort)."""
+    try:
+        cache.merge(
+            tenant_slug=payload["tenant_slug"],
+            conversation_id=payload["conversation_id"],
+            messages=payload["messages"],
+            mode="reassert",
+            ttl=settings.MEMORY_TTL_EXTENDED,
+        )
+    except (cache.CacheUnavailable, KeyError, TypeError) as error:
+        logger.warning("persist_reassert_failed", conversation_id=payload.get("conversation_id"), error=str(error))
 
 
 def conversation_ensure(*, tenant: Tenant, conversation_id: str, user_id: str = "", agent_id: str = "") -> Conversation:
@@ -362,31 +610,104 @@ def conversation_ensure(*, tenant: Tenant, conversation_id: str, user_id: str = 
         return conversations.get(conversation_id=conversation_id)  # created concurrently
 
 
-def _release_quietly(*, tenant: Tenant, conversation_id: str, token: str) -> None:
+def _release_quietly(*, tenant: Tenant, conversation_id: str, token: str, unreserve: Sequence[str] = ()) -> None:
     try:
-        cache.release(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token)
+        cache.release(tenant_slug=tenant.slug, conversation_id=conversation_id, token=token, unreserve=unreserve)
     except cache.CacheUnavailable:
-        pass  # The lock expires by itself.
+        pass  # The lock expires by itself; a reservation left behind only makes a resend publish again.
 
 
 def _append_through_database(
-    *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
-) -> list[dict[str, Any]]:
-    """Redis is down: seqs from the conversation row (same hybrid clock), then publish."""
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    messages: list[dict[str, Any]],
+    client_ids: set[str],
+    user_id: str,
+    agent_id: str,
+) -> _Appended:
+    """Redis is down: the messages are committed to PostgreSQL here, under the conversation row's
+    lock, with seqs from that row (the same hybrid clock); the 201 means committed.
+
+    Redis's ledger cannot be asked, so a client's id PostgreSQL does not hold is taken as new only
+    if no acknowledged write can still be on its way: the persist queue holds no message and
+    PostgreSQL has been up longer than a waiting worker's pause. Otherwise 503 ``idempotency_unknown``.
+    The conversation is marked for cache repair, and a persist task is published (best effort) so
+    a worker settles the rows into the cache once Redis is back.
+    """
     try:
         with transaction.atomic():
             last_seq = _reserve_seqs_in_database(
                 tenant=tenant, conversation_id=conversation_id, count=len(messages), user_id=user_id, agent_id=agent_id
             )
+            asked = [message["id"] for message in messages if message["id"] in client_ids]
+            stored = _stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=asked) if asked else {}
+            if len(stored) < len(asked) and not _nothing_on_its_way():
+                raise _idempotency_unknown(conversation_id, "Redis does not answer and writes may still be queued")
+            first = last_seq - len(messages) + 1
+            answers = [
+                _known(stored[message["id"]], message) if message["id"] in stored else message | {"seq": first + index}
+                for index, message in enumerate(messages)
+            ]
+            new = [message["id"] not in stored for message in messages]
+            fresh = [answer for answer, is_new in zip(answers, new, strict=True) if is_new]
+            if fresh:
+                payload = _persist_payload(
+                    tenant=tenant, conversation_id=conversation_id, messages=fresh, user_id=user_id, agent_id=agent_id
+                )
+                outcome = _persist_outcome(payload=payload, persisted=_persist_rows([payload])[_persist_key(payload)])
+                if outcome.conflicts:  # stored concurrently with other content
+                    raise Conflict(
+                        f"Message id {outcome.conflicts[0]} is already used by another message.",
+                        details={"id": outcome.conflicts[0]},
+                    )
+                # A worker committed one of them in between (with the seq it was acknowledged with): that one stands.
+                raced = {m["id"] for m in outcome.removed}
+                if raced:
+                    again = _stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=list(raced))
+                    for index, message in enumerate(messages):
+                        if message["id"] in again:
+                            answers[index], new[index] = _known(again[message["id"]], message), False
             CacheRepair.unscoped.get_or_create(tenant=tenant, conversation_id=conversation_id)  # any tenant: repair queue
     except DatabaseError as error:
         raise ServiceUnavailable(
             "Neither Redis nor PostgreSQL answers; the message was not stored. Retry shortly.", code="backends_unavailable"
         ) from error
-    first = last_seq - len(messages) + 1
-    stored = [message | {"seq": first + index} for index, message in enumerate(messages)]
-    _publish_persist(tenant=tenant, conversation_id=conversation_id, messages=stored, user_id=user_id, agent_id=agent_id)
-    return stored
+    if fresh:
+        try:  # the rows are committed: this only brings them into the cache sooner
+            publish(_task("messages_persist"), payload)
+        except ServiceUnavailable:
+            logger.warning("append_settle_unpublished", tenant=tenant.slug, conversation_id=conversation_id)
+    return _Appended(messages=answers, new=new)
+
+
+def _task(name: str) -> Any:
+    from conversations import tasks
+
+    return getattr(tasks, name)
+
+
+def _nothing_on_its_way() -> bool:
+    """Whether no acknowledged write can still be on its way to PostgreSQL: the persist queue holds
+    no message and PostgreSQL has been up longer than a worker waiting for it pauses."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())")
+        uptime = float(cursor.fetchone()[0])
+    if uptime <= settings.MEMORY_RETRY_BACKOFF_MAX + LEDGER_SLACK_SECONDS:
+        return False
+    try:
+        return queue_depth(settings.MEMORY_QUEUE) == 0
+    except Exception:  # the broker does not answer: nothing can be told
+        return False
+
+
+def queue_depth(queue: str) -> int:
+    """Messages ready in a broker queue (not counting those delivered to a worker)."""
+    from memoryproject.celery import app
+
+    with app.producer_or_acquire() as producer:
+        _, depth, _ = producer.channel.queue_declare(queue, passive=True)
+        return depth
 
 
 # Seqs from PostgreSQL when Redis is down: the same hybrid clock, kept on the conversation row.
@@ -407,11 +728,10 @@ def _reserve_seqs_in_database(*, tenant: Tenant, conversation_id: str, count: in
         return cursor.fetchone()[0]
 
 
-def _publish_persist(
+def _persist_payload(
     *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
-) -> None:
-
-    payload = {
+) -> dict[str, Any]:
+    return {
         "tenant_id": tenant.pk,
         "tenant_slug": tenant.slug,
         "conversation_id": conversation_id,
@@ -420,7 +740,14 @@ def _publish_persist(
         "acknowledged_at": time.time(),
         "messages": messages,
     }
-    _persist_group.publish(payload)
+
+
+def _publish_persist(
+    *, tenant: Tenant, conversation_id: str, messages: list[dict[str, Any]], user_id: str, agent_id: str
+) -> None:
+    _persist_group.publish(
+        _persist_payload(tenant=tenant, conversation_id=conversation_id, messages=messages, user_id=user_id, agent_id=agent_id)
+    )
 
 
 @dataclass(eq=False)
@@ -528,20 +855,55 @@ _persist_group = PersistGroup()
 
 
 def publish(task: Any, payload: dict[str, Any]) -> None:
-    """Publish a task and wait for the broker's confirm; 503 if it refuses or cannot be reached."""
+    """Publish a task and wait for the broker's confirm; 503 if it refuses, cannot be reached, or
+    its confirm is lost (``PublishIndeterminate``)."""
     publish_args(task, payload)
+
+
+class PublishIndeterminate(ServiceUnavailable):
+    """The message was sent but its confirm never came (the connection or the broker went away, or
+    the confirm timed out): the broker may hold it or not. Not a refusal: a resend with the same ids
+    is answered with the same seqs."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="write_indeterminate")
 
 
 def publish_args(task: Any, *args: Any) -> None:
     try:
         _send_task(task, list(args))
-    except Exception as error:  # any failure means the message is not known to be durable
-        metrics.publish_failures.inc()
+    except _Indeterminate as error:
+        metrics.publish_failures.labels(outcome="indeterminate").inc()
+        logger.error("publish_indeterminate", task=task.name, error=repr(error.__cause__))
+        raise PublishIndeterminate(
+            "The message broker may or may not have stored the write (its confirm was lost). Resend the same "
+            "messages with the ids listed here: the service answers them with the same seqs, never twice."
+        ) from error.__cause__
+    except Exception as error:  # refused (nacked), or never sent: the broker could not be reached
+        metrics.publish_failures.labels(outcome="refused").inc()
         logger.error("publish_failed", task=task.name, error=repr(error))
         raise ServiceUnavailable(
-            "The message broker did not confirm the write, so nothing was stored. Retry shortly.",
+            "The message broker did not take the write, so nothing was stored. Retry shortly.",
             code="broker_unavailable",
         ) from error
+
+
+class _Indeterminate(Exception):
+    """Raised from a publish whose message may have reached the broker (see ``PublishIndeterminate``)."""
+
+
+def _sent(error: BaseException) -> bool:
+    """Whether a publish that raised ``error`` had written its message: the failure came while it
+    waited for the confirm (a read), not while it connected or wrote. A nack is a refusal."""
+    if isinstance(error, MessageNacked):
+        return False
+    trace = error.__traceback__
+    while trace is not None:
+        code = trace.tb_frame.f_code
+        if code.co_name in ("wait", "drain_events", "read_frame") and "/amqp/" in code.co_filename:
+            return True
+        trace = trace.tb_next
+    return isinstance(error, TimeoutError | socket.timeout)
 
 
 def _send_task(task: Any, args: list[Any]) -> None:
@@ -551,6 +913,7 @@ def _send_task(task: Any, args: list[Any]) -> None:
     Persistent, on the durable queue (declared once per channel), confirmed by the broker before
     this returns. The first attempt does not retry: a pooled connection the broker dropped (a
     restart) is retried as ``apply_async`` would, reconnecting under ``CELERY_TASK_PUBLISH_RETRY_POLICY``.
+    A failure after the message was written raises ``_Indeterminate`` (the broker may hold it).
     Celery would put a repr of the payload in a header too: time spent on every append for a copy
     nobody needs (the payload is the body).
     """
@@ -570,10 +933,22 @@ def _send_task(task: Any, args: list[Any]) -> None:
     )
     with app.producer_or_acquire() as producer:
         connection = producer.connection
+        sent = False
         try:
             producer.publish(body, retry=False, **options)
-        except connection.recoverable_connection_errors + connection.recoverable_channel_errors:
+            return
+        except connection.recoverable_connection_errors + connection.recoverable_channel_errors as error:
+            sent = _sent(error)
+        except Exception as error:
+            if _sent(error):
+                raise _Indeterminate() from error
+            raise
+        try:
             producer.publish(body, retry=True, retry_policy=app.conf.task_publish_retry_policy, **options)
+        except Exception as error:
+            if sent or _sent(error):
+                raise _Indeterminate() from error
+            raise
 
 
 # --- Persist (worker side) --------------------------------------------------------------------
@@ -944,12 +1319,27 @@ def _conversation_for_update(*, tenant_id: int, conversation_id: str, user_id: s
 
 
 def dead_letter_record(*, task_name: str, payload: dict[str, Any], error: str, attempts: int) -> DeadLetter:
+    """Keep a task that failed for good, whatever its payload holds: one PostgreSQL would refuse
+    (a NUL, an unpaired surrogate, a non-finite number) is kept as its JSON text under ``"json"``,
+    beside the ids that name its tenant and conversation. Raises DatabaseError (PostgreSQL down)."""
+    storable_payload, kept_as_text = storable.recordable(payload)
     dead_letter = DeadLetter.unscoped.create(  # written by workers, for any tenant
-        tenant_id=payload.get("tenant_id"), task_name=task_name, payload=payload, error=error, attempts=attempts
+        tenant_id=_tenant_id_of(payload),
+        task_name=task_name,
+        payload=storable_payload,
+        error=storable.cleaned_text(error)[:10_000],
+        attempts=attempts,
     )
-    metrics.dead_letters.labels(task=task_name).inc()
-    logger.error("dead_letter_recorded", task=task_name, dead_letter=dead_letter.pk, error=error)
+    metrics.dead_letters.labels(task=task_name, storable=str(not kept_as_text).lower()).inc()
+    logger.error("dead_letter_recorded", task=task_name, dead_letter=dead_letter.pk, error=error, payload_as_text=kept_as_text)
     return dead_letter
+
+
+def _tenant_id_of(payload: Any) -> int | None:
+    tenant_id = payload.get("tenant_id") if isinstance(payload, dict) else None
+    if type(tenant_id) is not int or not Tenant.objects.filter(pk=tenant_id).exists():
+        return None
+    return tenant_id
 
 
 def dead_letter_replay(*, dead_letter: DeadLetter) -> None:
@@ -960,6 +1350,12 @@ def dead_letter_replay(*, dead_letter: DeadLetter) -> None:
         "conversations.tasks.messages_persist": tasks.messages_persist,
         "conversations.tasks.memory_persist": tasks.memory_persist,
     }[dead_letter.task_name]
+    if storable.RECORDED_AS_TEXT in dead_letter.payload:
+        raise Conflict(
+            f"Dead letter {dead_letter.pk} holds values PostgreSQL cannot store (kept as JSON text): edit its payload "
+            "into storable JSON before replaying it.",
+            details={"dead_letter": dead_letter.pk},
+        )
     publish(task, dead_letter.payload)
     DeadLetter.unscoped.filter(pk=dead_letter.pk).update(replayed_at=timezone.now())  # operator action
     logger.info("dead_letter_replayed", dead_letter=dead_letter.pk, task=dead_letter.task_name)
@@ -1402,7 +1798,12 @@ def memory_document(*, tenant: Tenant, conversation: Conversation) -> dict[str, 
 def memory_save(
     *, tenant: Tenant, conversation_id: str, document: dict[str, Any], agent_id: str = "", user_id: str = ""
 ) -> dict[str, Any]:
-    """Save the memory document: broker-confirmed, then cached; a later save always wins."""
+    """Save the memory document: broker-confirmed, then cached; a later save always wins. Its values
+    pass the storable door first (400 naming the field)."""
+    document = {
+        "messages": storable.storable_json(document.get("messages", []), field="messages"),
+        "metadata": storable.storable_json(document.get("metadata") or {}, field="metadata"),
+    }
     revision = _memory_revision(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
     now = timezone.now().astimezone(UTC).isoformat()
     metadata = {

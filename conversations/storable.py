@@ -259,3 +259,28 @@ def _with_lists(value: Any) -> Any:
         else:
             target[slot] = item
     return root[0]
+
+
+# --- Dead letters: kept whatever they hold ----------------------------------------------------------
+
+RECORDED_AS_TEXT = "json"
+_IDENTITY_FIELDS = ("tenant_id", "tenant_slug", "conversation_id", "user_id", "agent_id")
+
+
+def recordable(value: Any) -> tuple[Any, bool]:
+    """``value`` in a form a dead letter can always keep: itself when storable (and False); else,
+    with True, its JSON text (ASCII, with ``\\u0000``, surrogates and ``Infinity`` written out) under
+    ``RECORDED_AS_TEXT``, beside the storable ids that name its tenant and conversation."""
+    try:
+        return storable_json(value, field="payload"), False
+    except Unstorable:
+        pass
+    kept: dict[str, Any] = {}
+    if isinstance(value, dict):
+        for name in _IDENTITY_FIELDS:
+            try:
+                kept[name] = storable_json(value[name], field=name)
+            except (KeyError, Unstorable):
+                continue
+    kept[RECORDED_AS_TEXT] = json.dumps(value, ensure_ascii=True, allow_nan=True, default=repr)
+    return kept, True

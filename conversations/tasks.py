@@ -1,67 +1,144 @@
 """Celery tasks: thin, idempotent wrappers around services, acknowledged only after they ran.
 
-Transient errors (PostgreSQL or Redis unreachable) are retried with exponential backoff up to
-``MEMORY_PERSIST_MAX_RETRIES``; then, or at once for errors a retry cannot fix, the task lands in
-the dead-letter table. If even that table cannot be written, the task keeps retrying: it is never
-dropped silently.
+A persist task never loses its message (DESIGN.md 5.7). It is acknowledged only once its payload is
+committed or recorded in the dead-letter table; it never republishes itself (a republish the broker
+refuses would leave nothing durable), and nothing it raises reaches Celery as a failure (Celery
+acknowledges a failed late-acknowledged task, dropping the message). ``persist_durably`` decides:
+
+* **The database is unreachable** (it does not answer a ``SELECT 1`` on a new connection): the task
+  keeps its message and tries again with exponential backoff, at most ``MEMORY_RETRY_BACKOFF_MAX``
+  seconds apart. Waiting costs none of the payload's attempts: a write acknowledged during an outage
+  is persisted when the outage ends, however long it lasts. While it waits, its messages are put
+  back among the conversation's pending writes in Redis if Redis lost them (a restart), so the API
+  still knows the ids. After ``MEMORY_PERSIST_HOLD`` seconds the message goes back to the broker
+  (requeued, not republished) and is delivered again.
+* **The payload failed while the database answered** (a deadlock, a lock timeout, a connection cut
+  mid-statement): tried again after a backoff, up to ``MEMORY_PERSIST_MAX_RETRIES`` times, then
+  dead-lettered.
+* **The payload itself is refused** (any other error: a value PostgreSQL will not store, an id
+  already stored with other content, a malformed payload): dead-lettered at once. The dead letter
+  is always recordable: a payload PostgreSQL would refuse is kept as JSON text.
 """
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
 import structlog
 from celery import Task, shared_task
+from celery.exceptions import Reject
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
-from conversations import cache, services
-from conversations.exceptions import ServiceUnavailable
+from conversations import cache, metrics, services
 
 logger = structlog.get_logger(__name__)
 
 TRANSIENT = (OperationalError, InterfaceError, cache.CacheUnavailable)
 
 
-def _backoff(retries: int) -> float:
-    return min(settings.MEMORY_RETRY_BACKOFF_MAX, 2**retries) * random.uniform(0.5, 1.0)
+def _backoff(attempt: int) -> float:
+    """Seconds before attempt ``attempt + 1``: exponential, capped, with jitter."""
+    return min(settings.MEMORY_RETRY_BACKOFF_MAX, 2**attempt) * random.uniform(0.5, 1.0)
 
 
-def _run_with_dead_letter(task: Task, service: Callable[..., Any], payload: dict[str, Any]) -> Any:
+def database_answers() -> bool:
+    """Whether PostgreSQL answers a new connection now (the failure was the database's, not the payload's)."""
+    if connection.in_atomic_block:  # run in place inside a caller's transaction (tests): cannot reconnect
+        return True
     try:
-        return service(payload=payload)
-    except TRANSIENT as error:
-        if task.request.retries < settings.MEMORY_PERSIST_MAX_RETRIES:
-            logger.warning("task_retry", task=task.name, attempt=task.request.retries + 1, error=str(error))
-            # The bound is ours (above); the task's own max_retries is None so Celery never cuts in first.
-            raise task.retry(exc=error, countdown=_backoff(task.request.retries)) from error
-        failure = error
-    except Exception as error:  # anything else cannot be fixed by a retry: keep it for an operator
-        failure = error
-    try:
-        services.dead_letter_record(task_name=task.name, payload=payload, error=repr(failure), attempts=task.request.retries + 1)
-    except DatabaseError as error:
-        logger.error("dead_letter_unrecorded", task=task.name, error=str(error))
-        raise task.retry(exc=error, countdown=settings.MEMORY_RETRY_BACKOFF_MAX, max_retries=None) from error
-    return None
+        connection.close()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True
+    except DatabaseError:
+        return False
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.messages_persist")
+def persist_durably(
+    task: Task,
+    service: Callable[..., Any],
+    payload: dict[str, Any],
+    *,
+    while_waiting: Callable[[dict[str, Any]], None] | None = None,
+) -> Any:
+    """Run ``service(payload=payload)`` until it succeeds or the payload is dead-lettered; raise
+    ``Reject(requeue=True)`` to hand the message back to the broker. See the module docstring."""
+    failures = 0  # attempts that failed while the database answered
+    waits = 0
+    holding_since = time.monotonic()
+    conversation_id = payload.get("conversation_id")
+    while True:
+        try:
+            return service(payload=payload)
+        except TRANSIENT as error:
+            if isinstance(error, cache.CacheUnavailable) or database_answers():
+                failures += 1
+                if failures > settings.MEMORY_PERSIST_MAX_RETRIES:
+                    return _dead_letter(task, payload, error, attempts=failures, holding_since=holding_since)
+                pause = _backoff(failures - 1)
+                logger.warning(
+                    "persist_retry", task=task.name, conversation_id=conversation_id, attempt=failures, error=str(error)
+                )
+                metrics.persist_retries.labels(reason="failed").inc()
+            else:
+                pause = _backoff(waits)
+                waits += 1
+                logger.warning(
+                    "persist_waiting_for_database", task=task.name, conversation_id=conversation_id, wait=waits, error=str(error)
+                )
+                metrics.persist_retries.labels(reason="database_unreachable").inc()
+                if while_waiting is not None:
+                    while_waiting(payload)
+        except Exception as error:  # the payload itself is refused: a retry cannot help
+            return _dead_letter(task, payload, error, attempts=failures + 1, holding_since=holding_since)
+        _hold(task, pause, holding_since=holding_since, conversation_id=conversation_id)
+
+
+def _hold(task: Task, pause: float, *, holding_since: float, conversation_id: Any) -> None:
+    """Sleep ``pause`` seconds holding the message, or hand it back to the broker once held too long."""
+    if time.monotonic() + pause - holding_since > settings.MEMORY_PERSIST_HOLD:
+        logger.warning("persist_requeued", task=task.name, conversation_id=conversation_id, held_seconds=round(pause, 1))
+        metrics.persist_requeued.inc()
+        raise Reject("held too long; delivered again later", requeue=True)
+    time.sleep(pause)
+
+
+def _dead_letter(task: Task, payload: dict[str, Any], error: BaseException, *, attempts: int, holding_since: float) -> None:
+    """Record the dead letter; while the database cannot take it, hold the message and try again."""
+    waits = 0
+    while True:
+        try:
+            services.dead_letter_record(task_name=task.name, payload=payload, error=repr(error), attempts=attempts)
+            return None
+        except DatabaseError as recording_error:
+            logger.error("dead_letter_unrecorded", task=task.name, error=str(recording_error), wait=waits + 1)
+            pause = _backoff(waits)
+            waits += 1
+        _hold(task, pause, holding_since=holding_since, conversation_id=payload.get("conversation_id"))
+
+
+def _reassert(payload: dict[str, Any]) -> None:
+    services.messages_reassert_pending(payload=payload)
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=0, name="conversations.tasks.messages_persist")
 def messages_persist(self: Task, payload: dict[str, Any]) -> None:
     """One acknowledged write, persisted together with those of the tasks running beside it in this
     worker (``services.PersistCommits``); its errors are its own."""
-    return _run_with_dead_letter(self, services.persist_commits.persist, payload)
+    return persist_durably(self, services.persist_commits.persist, payload, while_waiting=_reassert)
 
 
 @shared_task(
-    bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.messages_persist_many"
+    bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=0, name="conversations.tasks.messages_persist_many"
 )
 def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     """Payloads of concurrent appends, published together (``services.PersistGroup``).
 
-    They are persisted together (``services.messages_persist_group``); one that fails is published
-    again as its own ``messages_persist`` task, so it gets the same retries and dead letter as if it
-    had been sent alone, and the others are not held back by it. Until those are confirmed, this
+    They are persisted together (``services.messages_persist_group``); each one that fails is then
+    persisted on its own, here, as ``messages_persist`` would (its own retries and dead letter), so
+    the others are not held back by it and nothing is published again. Until all are settled, the
     message stays unacknowledged.
     """
     errors = services.messages_persist_group(payloads=payloads)
@@ -69,17 +146,20 @@ def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     for payload, error in zip(payloads, errors, strict=True):
         if error is not None:
             logger.warning("persist_separately", task=self.name, conversation_id=payload.get("conversation_id"), error=str(error))
-    for index, payload in enumerate(failed):
-        try:
-            services.publish(messages_persist, payload)
-        except ServiceUnavailable as error:
-            raise self.retry(args=[failed[index:]], exc=error, countdown=_backoff(self.request.retries)) from error
+    for payload in failed:
+        persist_durably(self, services.messages_persist, payload, while_waiting=_reassert)
     return len(payloads) - len(failed)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None, name="conversations.tasks.memory_persist")
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=0, name="conversations.tasks.memory_persist")
 def memory_persist(self: Task, payload: dict[str, Any]) -> bool | None:
-    return _run_with_dead_letter(self, services.memory_persist, payload)
+    return persist_durably(self, services.memory_persist, payload)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=0, name="conversations.tasks.ledger_barrier")
+def ledger_barrier(self: Task, since: int) -> bool:
+    """Reached once every persist message published before it was delivered (see ``services.ledger_status``)."""
+    return services.ledger_barrier_reached(since=since)
 
 
 @shared_task(acks_late=True, name="conversations.tasks.cache_rebuild")

@@ -27,7 +27,13 @@ from tests.faults import CeleryWorker, wait_until
 
 @pytest.fixture(autouse=True)
 def clean_redis() -> None:
-    get_redis_connection("default").flushdb()
+    """An empty Redis that lost nothing: its ledger of pending writes is whole (a test that loses it
+    flushes Redis itself, see ``tests/conversations/test_acknowledged.py``)."""
+    from conversations import cache
+
+    redis = get_redis_connection("default")
+    redis.flushdb()
+    redis.hset(cache.LEDGER_KEY, mapping={"since": 1, "whole_at": 1})
 
 
 class InstallsInline(services.BackgroundInstalls):
@@ -209,6 +215,8 @@ def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
     for name, payload in tasks:
         if name == "conversations.tasks.messages_persist_many":  # payloads of concurrent appends
             run_tasks([("conversations.tasks.messages_persist", each) for each in payload])
+        elif name == "conversations.tasks.ledger_barrier":
+            services.ledger_barrier_reached(since=payload)
         else:
             getattr(services, TASK_SERVICES[name])(payload=payload)
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -239,9 +239,34 @@ class MessageListView(TenantAPIView):
 
     @extend_schema(
         request=serializers.AppendSerializer,
-        responses={201: serializers.AppendOutSerializer, 200: serializers.AppendOutSerializer},
+        responses={
+            201: serializers.AppendOutSerializer,
+            200: serializers.AppendOutSerializer,
+            400: OpenApiResponse(description="error.code validation_error or limit_exceeded, naming the field"),
+            409: OpenApiResponse(description="error.code conflict: the id holds other content"),
+            503: OpenApiResponse(description="error.code broker_unavailable, write_indeterminate, idempotency_unknown, ..."),
+        },
         description="Append one message or a batch. A 201 means the write is durable (broker-confirmed) and "
-        "already in the window. Resending a message with the same id and content answers 200 with the stored message.",
+        "already in the window. Resending a message with the same id and content answers 200 with the stored message "
+        "and the seq it was given the first time; send your own ids and resend the same body after any failure. "
+        "A 503 carries Retry-After and error.code: broker_unavailable (nothing stored), write_indeterminate (the write "
+        "may be stored: resend with the ids in error.details.messages, which keep their seqs), idempotency_unknown "
+        "(the service cannot tell whether your ids were stored; nothing written; resend the same ids later), "
+        "conversation_busy or backends_unavailable (nothing stored).",
+        examples=[
+            OpenApiExample(
+                "write_indeterminate",
+                status_codes=["503"],
+                response_only=True,
+                value={
+                    "error": {
+                        "code": "write_indeterminate",
+                        "message": "The message broker may or may not have stored the write (its confirm was lost). ...",
+                        "details": {"messages": [{"id": "6f1c2a0e-3b7d-4c55-9d0e-0a1b2c3d4e5f", "seq": 1764107410123456}]},
+                    }
+                },
+            )
+        ],
     )
     def post(self, request: Request, conversation_id: str) -> Response:
         conversation_id = _new_conversation_id(conversation_id)

@@ -276,8 +276,15 @@ MEMORY_PENDING_TTL = env.int("MEMORY_PENDING_TTL", default=7 * 86400)
 MEMORY_APPEND_LOCK_TIMEOUT = env.float("MEMORY_APPEND_LOCK_TIMEOUT", default=5.0)
 MEMORY_REBUILD_LOCK_TTL = env.int("MEMORY_REBUILD_LOCK_TTL", default=30)
 MEMORY_AUTH_CACHE_TTL = env.int("MEMORY_AUTH_CACHE_TTL", default=300)
+# A persist task tries a payload that fails while PostgreSQL answers at most this many times more,
+# then dead-letters it; waiting for an unreachable PostgreSQL costs no attempt (conversations/tasks.py).
 MEMORY_PERSIST_MAX_RETRIES = env.int("MEMORY_PERSIST_MAX_RETRIES", default=12)
-MEMORY_RETRY_BACKOFF_MAX = env.int("MEMORY_RETRY_BACKOFF_MAX", default=60)
+# Seconds between two attempts at most (exponential backoff with jitter below it): also the longest a
+# write acknowledged during a PostgreSQL outage waits after the outage ends.
+MEMORY_RETRY_BACKOFF_MAX = env.int("MEMORY_RETRY_BACKOFF_MAX", default=10)
+# Seconds a persist task holds its message waiting for PostgreSQL before handing it back to the broker
+# (requeued, never dropped); below RabbitMQ's consumer_timeout (30 min by default).
+MEMORY_PERSIST_HOLD = env.int("MEMORY_PERSIST_HOLD", default=600)
 # Concurrent appends in one process share a broker confirm: at most this many persist payloads per
 # published message, and an appender waits this long (seconds) for the message holding its payload.
 MEMORY_PUBLISH_GROUP = env.int("MEMORY_PUBLISH_GROUP", default=64)

@@ -3,6 +3,8 @@ down, Redis flushed or restarted, PostgreSQL unreachable, a worker killed mid-ta
 keeps failing. Every fault acts on a process or proxy the test starts itself."""
 
 import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -296,6 +298,45 @@ def test_writes_are_accepted_while_postgres_is_down_and_persisted_on_recovery(
         worker.stop()
     stored = list(Message.objects.for_tenant(tenant).order_by("seq").values_list("message_id", flat=True))
     assert [str(message_id) for message_id in stored] == [first["id"], *during]
+    assert not DeadLetter.objects.for_tenant(tenant).exists()
+
+
+def test_writes_acknowledged_during_an_outage_survive_a_queue_that_refuses_publishes_meanwhile(
+    api, tenant, worker_env, transactional_db, postgres_proxy
+):
+    """The persist queue refuses every publish for a while (a reject-publish overflow policy, as a
+    full queue or a broker alarm would) while PostgreSQL is unreachable: a worker holding a write
+    must keep it, never trade it for a republish the broker refuses."""
+    db = connection.settings_dict
+    proxied = {**worker_env, "DATABASE_URL": f"postgres://{db['USER']}@127.0.0.1:{postgres_proxy.port}/{db['NAME']}"}
+    worker = CeleryWorker(env=proxied, name="pg-refused", pool="threads", concurrency=8)
+    worker.start()
+    name = f"refuse-{settings.MEMORY_QUEUE}"
+    try:
+        before = append(api, "refused", "before the outage").json()["messages"][0]["id"]  # the key is cached too
+        wait_for_rows(Message, tenant, 1)
+        postgres_proxy.cut()
+        answers = [append(api, "refused", f"during the outage {n}") for n in range(4)]
+        assert [answer.status_code for answer in answers] == [201] * 4, answers[0].content
+        during = [answer.json()["messages"][0]["id"] for answer in answers]
+        # Every write is in the worker's hands (a policy that lowers the limit discards queued ones).
+        wait_until(lambda: services.queue_depth(settings.MEMORY_QUEUE) == 0, message="the worker to hold every write")
+        subprocess.run(
+            ["rabbitmqctl", "set_policy", "--apply-to", "queues", name, f"^{settings.MEMORY_QUEUE}$",
+             '{"max-length":0,"overflow":"reject-publish"}'],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        time.sleep(6)  # the worker tries, waits and tries again meanwhile
+        subprocess.run(["rabbitmqctl", "clear_policy", name], check=True, capture_output=True, timeout=60)
+        postgres_proxy.restore()
+        connection.close()
+        wait_for_rows(Message, tenant, 5, timeout=90)
+    finally:
+        subprocess.run(["rabbitmqctl", "clear_policy", name], capture_output=True, timeout=60)
+        worker.stop()
+    connection.close()
+    rows = Message.objects.for_tenant(tenant).order_by("seq").values_list("message_id", flat=True)
+    assert [str(message_id) for message_id in rows] == [before, *during]
     assert not DeadLetter.objects.for_tenant(tenant).exists()
 
 

@@ -12,7 +12,7 @@ from django.test import override_settings
 
 from conversations import services, tasks
 from conversations.exceptions import ServiceUnavailable
-from conversations.models import Message
+from conversations.models import DeadLetter, Message
 from tests.conftest import run_tasks, take_queued_tasks, wait_for_rows
 from tests.conversations.test_faults import cache_keys
 
@@ -103,7 +103,7 @@ def test_a_refused_group_fails_every_appender_it_carried_and_caches_nothing(
     assert not Message.objects.for_tenant(tenant).exists()
 
 
-def test_a_payload_that_fails_in_a_group_is_sent_again_alone_and_the_others_are_persisted(tenant, no_worker):
+def test_a_payload_that_fails_in_a_group_is_dead_lettered_in_place_and_the_others_are_persisted(tenant, no_worker):
     good = services.message_append(tenant=tenant, conversation_id="good", messages=[{"role": "user", "content": "fine"}])
     taken = take_queued_tasks()
     clash = dict(good.messages[0], content="other content", seq=good.messages[0]["seq"] + 1)
@@ -116,7 +116,10 @@ def test_a_payload_that_fails_in_a_group_is_sent_again_alone_and_the_others_are_
     assert tasks.messages_persist_many.apply(args=[[bad, second]]).get() == 1
 
     assert Message.objects.for_tenant(tenant).filter(message_id=other.messages[0]["id"]).exists()
-    assert take_queued_tasks() == [("conversations.tasks.messages_persist", bad)]
+    # Nothing is published again (a republish the broker refused would leave nothing durable): the
+    # conflicting payload is in the dead-letter table, whole.
+    assert take_queued_tasks() == []
+    assert DeadLetter.objects.for_tenant(tenant).get().payload == bad
 
 
 def test_appenders_that_wait_too_long_give_up_unpublished_and_the_group_goes_on(tenant, no_worker, monkeypatch):

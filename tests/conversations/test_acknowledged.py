@@ -1,0 +1,336 @@
+"""Acknowledged means persisted (DESIGN.md 5.7, 5.10, 5.11): under a lost ledger, a lost confirm, a
+retry in flight, a database that cannot be asked, and a persist task that cannot be stored.
+
+The services run here against the real PostgreSQL, Redis and RabbitMQ; the worker's part is done
+in place (``run_queued_tasks``, or a task's ``apply``), step by step."""
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+from celery.exceptions import Reject
+from django.db import DataError, OperationalError
+from django.test import override_settings
+from django_redis import get_redis_connection
+
+from conversations import cache, services, tasks
+from conversations.exceptions import Conflict, ServiceUnavailable, Unstorable
+from conversations.models import DeadLetter, LedgerEpoch, Message
+from tests.conftest import run_queued_tasks, run_tasks, take_queued_tasks
+
+
+def message(content: str, **extra: Any) -> dict[str, Any]:
+    return {"id": str(uuid.uuid4()), "role": "user", "content": content, **extra}
+
+
+def append(tenant: Any, conversation_id: str, *messages: dict[str, Any]) -> services.AppendResult:
+    return services.message_append(tenant=tenant, conversation_id=conversation_id, messages=list(messages))
+
+
+def stored(tenant: Any) -> list[tuple[str, int]]:
+    rows = Message.objects.for_tenant(tenant).order_by("seq").values_list("message_id", "seq")
+    return [(str(message_id), seq) for message_id, seq in rows]
+
+
+def restart_redis_empty() -> None:
+    """Redis loses everything, in a deployment that had a ledger before (its next one replaces it)."""
+    LedgerEpoch.objects.get_or_create(since=1)
+    get_redis_connection("default").flushdb()
+
+
+# --- 5.10 Idempotent whatever the cache lost --------------------------------------------------------
+
+
+def test_a_resend_of_a_pending_id_answers_its_first_seq_and_publishes_nothing(tenant, transactional_db):
+    first = message("hello")
+    acknowledged = append(tenant, "c1", first).messages[0]
+    take_queued_tasks()
+
+    again = append(tenant, "c1", first)
+
+    assert again.created is False
+    assert again.messages[0]["seq"] == acknowledged["seq"]
+    assert take_queued_tasks() == []
+
+
+def test_after_redis_lost_a_queued_write_its_resend_is_refused_until_it_is_persisted(tenant, transactional_db):
+    acknowledged = append(tenant, "c1", first := message("acknowledged, still queued")).messages[0]
+    queued = take_queued_tasks()
+    restart_redis_empty()
+
+    with pytest.raises(ServiceUnavailable) as refused:
+        append(tenant, "c1", first)
+    assert refused.value.code == "idempotency_unknown"
+    with pytest.raises(ServiceUnavailable):  # a new client id cannot be told apart from a resend either
+        append(tenant, "c1", message("new"))
+    assert stored(tenant) == []
+
+    run_tasks(queued)  # the queued write is persisted
+    again = append(tenant, "c1", first)
+    assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
+    assert stored(tenant) == [(first["id"], acknowledged["seq"])]
+
+
+def test_a_write_without_an_id_is_taken_at_once_after_redis_lost_its_ledger(tenant, transactional_db):
+    restart_redis_empty()
+
+    result = services.message_append(tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "x"}])
+
+    assert result.created is True
+
+
+def test_the_ledger_is_whole_again_once_the_barrier_is_reached_and_the_slack_has_passed(tenant, transactional_db):
+    restart_redis_empty()
+    with pytest.raises(ServiceUnavailable):
+        append(tenant, "c1", message("first after the loss"))
+    barriers = [task for task in take_queued_tasks() if task[0] == "conversations.tasks.ledger_barrier"]
+    assert len(barriers) == 1
+
+    run_tasks(barriers)
+    with override_settings(MEMORY_RETRY_BACKOFF_MAX=0), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(services, "LEDGER_SLACK_SECONDS", 0)
+        time.sleep(0.01)
+        result = append(tenant, "c1", message("after the barrier"))
+
+    assert result.created is True
+
+
+def test_the_first_ledger_a_deployment_begins_is_whole_at_once(tenant, transactional_db):
+    get_redis_connection("default").flushdb()  # a new Redis, in a deployment that never had a ledger
+    assert not LedgerEpoch.objects.exists()
+
+    assert append(tenant, "c1", message("first ever")).created is True
+    assert LedgerEpoch.objects.count() == 1
+
+
+def test_a_worker_waiting_for_postgresql_puts_its_writes_back_in_a_ledger_redis_lost(tenant, transactional_db):
+    acknowledged = append(tenant, "c1", first := message("waiting")).messages[0]
+    payload = take_queued_tasks()[0][1]
+    restart_redis_empty()
+
+    services.messages_reassert_pending(payload=payload)
+    again = append(tenant, "c1", first)
+
+    assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
+
+
+def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant, transactional_db, monkeypatch):
+    """The client gave up on the first attempt (its timeout is shorter than the publish), and its
+    retry came while the first still waited for the broker, after the append lock expired."""
+    publishing, finish = threading.Event(), threading.Event()
+    send = services._send_task
+
+    def slow_first(task: Any, args: list[Any]) -> None:
+        if not publishing.is_set():
+            publishing.set()
+            finish.wait(10)
+        send(task, args)
+
+    monkeypatch.setattr(services, "_send_task", slow_first)
+    first = message("slow")
+    answers: list[Any] = []
+    with override_settings(MEMORY_APPEND_LOCK_TIMEOUT=0.05):
+        attempt = threading.Thread(target=lambda: answers.append(append(tenant, "c1", first)))
+        attempt.start()
+        publishing.wait(10)
+        time.sleep(0.1)  # the first attempt's lock has expired
+        retry = append(tenant, "c1", first)
+        finish.set()
+        attempt.join(10)
+
+    assert retry.messages[0]["seq"] == answers[0].messages[0]["seq"]
+    run_queued_tasks()  # both attempts published: one row
+    assert stored(tenant) == [(first["id"], retry.messages[0]["seq"])]
+
+
+def test_the_same_id_with_other_content_is_a_conflict_even_before_it_is_confirmed(tenant, transactional_db):
+    first = message("one")
+    append(tenant, "c1", first)
+
+    with pytest.raises(Conflict):
+        append(tenant, "c1", first | {"content": "another"})
+
+
+def test_with_postgresql_unreachable_a_complete_cached_list_proves_a_client_id_new(tenant, transactional_db, monkeypatch):
+    append(tenant, "c1", message("cached"))
+    run_queued_tasks()
+
+    def unreachable(**_: Any) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(services, "_stored_messages", unreachable)
+    assert append(tenant, "c1", message("new while PostgreSQL is down")).created is True
+    with pytest.raises(ServiceUnavailable) as refused:  # an uncached conversation proves nothing
+        append(tenant, "c2", message("unknown"))
+    assert refused.value.code == "idempotency_unknown"
+
+
+# --- 5.11 An honest 503 ----------------------------------------------------------------------------
+
+
+def test_a_lost_confirm_is_indeterminate_and_a_resend_with_its_ids_keeps_their_seqs(api, tenant, transactional_db, monkeypatch):
+    send = services._send_task
+
+    def sent_then_lost(task: Any, args: list[Any]) -> None:
+        send(task, args)  # the broker has it
+        raise services._Indeterminate() from ConnectionResetError("the confirm never came")
+
+    monkeypatch.setattr(services, "_send_task", sent_then_lost)
+    answer = api.post("/api/v1/conversations/c1/messages/", {"role": "user", "content": "maybe"}, format="json")
+    monkeypatch.setattr(services, "_send_task", send)
+
+    assert answer.status_code == 503
+    assert answer["Retry-After"]
+    error = answer.json()["error"]
+    assert error["code"] == "write_indeterminate"
+    [assigned] = error["details"]["messages"]
+    assert cache.pending(tenant_slug=tenant.slug, conversation_id="c1") == []  # not acknowledged: not in the window
+
+    resent = api.post(
+        "/api/v1/conversations/c1/messages/", {"id": assigned["id"], "role": "user", "content": "maybe"}, format="json"
+    )
+    assert resent.status_code == 200, resent.content
+    assert resent.json()["messages"][0]["seq"] == assigned["seq"]
+    run_queued_tasks()
+    assert stored(tenant) == [(assigned["id"], assigned["seq"])]
+
+
+def test_a_refused_publish_drops_its_reservation_and_a_resend_is_new(tenant, transactional_db, monkeypatch):
+    def refused(task: Any, args: list[Any]) -> None:
+        raise ConnectionRefusedError("broker down")
+
+    monkeypatch.setattr(services, "_send_task", refused)
+    first = message("refused")
+    with pytest.raises(ServiceUnavailable) as error:
+        append(tenant, "c1", first)
+    assert error.value.code == "broker_unavailable"
+    monkeypatch.undo()
+
+    assert append(tenant, "c1", first).created is True
+
+
+def test_a_confirm_lost_while_waiting_is_indeterminate_and_a_write_failure_is_not():
+    def failing(where: str) -> BaseException:
+        def wait() -> None:
+            raise ConnectionResetError("reset")
+
+        wait.__code__ = wait.__code__.replace(co_filename="/site-packages/amqp/channel.py", co_name=where)
+        try:
+            wait()
+        except ConnectionResetError as error:
+            return error
+        raise AssertionError
+
+    assert services._sent(failing("wait")) is True
+    assert services._sent(failing("_basic_publish")) is False
+
+
+# --- 5.7 No silent loss ----------------------------------------------------------------------------
+
+
+def test_a_task_waits_in_place_while_postgresql_is_unreachable_and_persists_when_it_returns(
+    tenant, transactional_db, monkeypatch
+):
+    acknowledged = append(tenant, "c1", message("during the outage")).messages[0]
+    payload = take_queued_tasks()[0][1]
+    outage = {"left": 3}
+    persist = services.persist_commits.persist
+
+    def down_a_while(payload: dict[str, Any]) -> None:
+        if outage["left"]:
+            outage["left"] -= 1
+            raise OperationalError("connection refused")
+        persist(payload)
+
+    monkeypatch.setattr(services.persist_commits, "persist", down_a_while)
+    monkeypatch.setattr(tasks, "database_answers", lambda: False)
+    monkeypatch.setattr(tasks, "_backoff", lambda attempt: 0)
+    with override_settings(MEMORY_PERSIST_MAX_RETRIES=0):  # waiting costs no attempt
+        tasks.messages_persist.apply(args=[payload])
+
+    assert stored(tenant) == [(acknowledged["id"], acknowledged["seq"])]
+    assert take_queued_tasks() == []  # nothing published again
+    assert not DeadLetter.unscoped.exists()  # any tenant
+
+
+def test_a_task_held_too_long_goes_back_to_the_broker_and_is_never_dropped(tenant, transactional_db, monkeypatch):
+    append(tenant, "c1", message("held"))
+    payload = take_queued_tasks()[0][1]
+
+    def unreachable(payload: dict[str, Any]) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(services.persist_commits, "persist", unreachable)
+    monkeypatch.setattr(tasks, "database_answers", lambda: False)
+    monkeypatch.setattr(tasks, "_backoff", lambda attempt: 0.01)
+    with override_settings(MEMORY_PERSIST_HOLD=0), pytest.raises(Reject) as rejected:
+        tasks.persist_durably(tasks.messages_persist, services.persist_commits.persist, payload)
+
+    assert rejected.value.requeue is True
+    assert not DeadLetter.unscoped.exists()  # any tenant
+
+
+def test_a_payload_the_database_refuses_is_dead_lettered_at_once(tenant, transactional_db, monkeypatch):
+    append(tenant, "c1", message("refused by PostgreSQL"))
+    payload = take_queued_tasks()[0][1]
+    calls = []
+
+    def refuses(payload: dict[str, Any]) -> None:
+        calls.append(payload)
+        raise DataError("invalid input syntax for type json")
+
+    monkeypatch.setattr(services.persist_commits, "persist", refuses)
+    tasks.messages_persist.apply(args=[payload])
+
+    assert len(calls) == 1
+    assert DeadLetter.objects.for_tenant(tenant).get().attempts == 1
+
+
+@pytest.mark.parametrize("poison", ["\x00", "\ud800", float("inf"), float("nan")])
+def test_a_dead_letter_is_recorded_whatever_its_payload_holds(tenant, transactional_db, poison):
+    payload = {
+        "tenant_id": tenant.pk,
+        "tenant_slug": tenant.slug,
+        "conversation_id": "c1",
+        "messages": [{"id": str(uuid.uuid4()), "seq": 1, "role": "user", "content": "x", "metadata": {"x": poison}}],
+    }
+
+    recorded = services.dead_letter_record(task_name=tasks.messages_persist.name, payload=payload, error="refused", attempts=1)
+
+    recorded.refresh_from_db()
+    assert recorded.tenant_id == tenant.pk
+    assert recorded.payload["conversation_id"] == "c1"
+    assert "json" in recorded.payload
+    with pytest.raises(Conflict):
+        services.dead_letter_replay(dead_letter=recorded)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        {"metadata": {"x": float("inf")}},
+        {"metadata": {"x": float("nan")}},
+        {"content": "nul \x00"},
+        {"content": "half \ud800 a pair"},
+        {"metadata": {"\x00key": 1}},
+    ],
+)
+def test_an_unstorable_append_is_refused_before_anything_is_written(tenant, transactional_db, hostile):
+    with pytest.raises(Unstorable):
+        append(tenant, "c1", message("x") | hostile)
+
+    assert take_queued_tasks() == []
+    assert list(get_redis_connection("default").scan_iter(match=f"{tenant.slug}:c1:*")) == []
+
+
+def test_resent_metadata_that_postgresql_gives_back_as_another_number_is_the_same_message(tenant, transactional_db):
+    first = message("big number", metadata={"x": 1e23, "y": 2.5})
+    acknowledged = append(tenant, "c1", first).messages[0]
+    run_queued_tasks()
+    get_redis_connection("default").delete(cache.message_key(tenant.slug, "c1", first["id"]))
+
+    again = append(tenant, "c1", first)
+
+    assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
