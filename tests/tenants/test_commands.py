@@ -97,6 +97,35 @@ def test_create_api_key_refuses_an_unknown_tenant(db):
     assert not TenantApiKey.objects.exists()
 
 
+# An argument of bytes that are not UTF-8 reaches Python with lone surrogates ("\xff" becomes
+# "\udcff"); PostgreSQL cannot store them, nor a NUL given through call_command.
+UNSTORABLE_NAMES = ["caf\udce9", "nul \x00 here"]
+
+
+@pytest.mark.parametrize("name", UNSTORABLE_NAMES)
+@pytest.mark.parametrize("option", ["--name", "--key-name"])
+def test_create_tenant_refuses_a_name_it_cannot_store_and_creates_nothing(db, option, name):
+    with pytest.raises(CommandError, match="name"):
+        run("create_tenant", "acme2", option, name)
+
+    assert not Tenant.objects.filter(slug="acme2").exists()
+    assert not TenantApiKey.objects.exists()
+
+
+@pytest.mark.parametrize("name", UNSTORABLE_NAMES)
+def test_create_api_key_refuses_a_name_it_cannot_store(tenant, name):
+    with pytest.raises(CommandError, match="name"):
+        run("create_api_key", "--tenant", "acme", "--name", name)
+
+    assert not TenantApiKey.objects.filter(tenant=tenant).exists()
+
+
+@pytest.mark.parametrize("username", UNSTORABLE_NAMES)
+def test_create_operator_refuses_a_username_it_cannot_store(tenant, username):
+    with pytest.raises(CommandError, match="username"):
+        run("create_operator", username, "--tenant", "acme", "--password", "a-long-password-1")
+
+
 def test_rebuild_cache_refuses_an_unknown_tenant(tenant):
     with pytest.raises(CommandError, match="No tenant 'nope'.*acme"):
         run("rebuild_cache", "--tenant", "nope")
