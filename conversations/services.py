@@ -929,6 +929,9 @@ def _send_task(task: Any, args: list[Any]) -> None:
         delivery_mode=PERSISTENT_DELIVERY_MODE,
         declare=[queue],
         headers=headers,
+        # Kombu hands transport options to py-amqp's Connection, which ignores ``confirm_timeout``:
+        # without it here, a publish would wait for its confirm for ever.
+        confirm_timeout=settings.CELERY_BROKER_TRANSPORT_OPTIONS["confirm_timeout"],
         **properties,
     )
     with app.producer_or_acquire() as producer:

@@ -170,6 +170,16 @@ CELERY_BROKER_POOL_LIMIT = 20
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery lowers the prefetch count when the broker connection is lost with tasks running, then
+# raises it again one task at a time, each with a basic.qos round trip made by the thread that
+# acknowledges the task. In the write path's thread pool that is a pool thread, reading the
+# consumer's connection beside the event loop that also reads it: the two split frames between
+# them, and the loop either drops the connection (UnexpectedFrame) or blocks in a read, sending
+# nothing (no acks, no heartbeats) until the broker closes the connection for missed heartbeats,
+# three minutes later, while acknowledged writes wait in its hands. Without the reduction the
+# prefetch count stays where it is (the concurrency: the tasks of the lost channel are redelivered
+# anyway), and only the event loop touches the consumer's connection.
+CELERY_WORKER_ENABLE_PREFETCH_COUNT_REDUCTION = False
 CELERY_TASK_DEFAULT_DELIVERY_MODE = "persistent"
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {

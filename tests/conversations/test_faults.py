@@ -4,9 +4,11 @@ keeps failing. Every fault acts on a process or proxy the test starts itself."""
 
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import amqp
 import kombu.pools
@@ -338,6 +340,101 @@ def test_writes_acknowledged_during_an_outage_survive_a_queue_that_refuses_publi
     rows = Message.objects.for_tenant(tenant).order_by("seq").values_list("message_id", flat=True)
     assert [str(message_id) for message_id in rows] == [before, *during]
     assert not DeadLetter.objects.for_tenant(tenant).exists()
+
+
+class BrokerProxy(TcpProxy):
+    """A proxy that keeps a quiet connection: an idle AMQP connection hears only heartbeats, which
+    may be minutes apart, so the broker side must not time out (TcpProxy's does after 5 s)."""
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._connections += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
+
+
+@pytest.fixture
+def broker_proxy() -> Iterator[TcpProxy]:
+    """The broker behind a proxy that can be cut: a worker of the test's own loses its connections
+    as on a broker restart, while this process keeps publishing to the broker itself."""
+    broker = urlsplit(settings.CELERY_BROKER_URL)
+    proxy = BrokerProxy(broker.port or 5672, broker.hostname or "127.0.0.1")
+    proxy.start()
+    try:
+        yield proxy
+    finally:
+        proxy.close()
+
+
+def log_since(worker: CeleryWorker, offset: int) -> str:
+    with open(worker.log_path) as log:
+        log.seek(offset)
+        return log.read()
+
+
+@pytest.mark.worker
+def test_a_thread_pool_worker_keeps_consuming_after_a_broker_reconnect_with_tasks_in_hand(
+    api, tenant, worker_env, no_worker, broker_proxy
+):
+    # The write path's worker (README: a thread pool) loses the broker while its tasks are running.
+    # Celery then lowers the prefetch count and raises it again as tasks end: a basic.qos round
+    # trip on the consumer's connection that ran in the pool thread acknowledging the task, beside
+    # the event loop reading that connection. The two readers split frames between them, the loop
+    # blocked in a read and sent nothing, not even heartbeats, until the broker dropped the
+    # connection minutes later; acknowledged writes waited all that time.
+    broker = urlsplit(settings.CELERY_BROKER_URL)
+    proxied = urlunsplit(broker._replace(netloc=f"{broker.username}:{broker.password}@127.0.0.1:{broker_proxy.port}"))
+    worker = CeleryWorker(env={**worker_env, "CELERY_BROKER_URL": proxied}, name="reconnect", pool="threads", concurrency=4)
+    worker.start()
+    try:
+        held = [f"held-{n}" for n in range(4)]
+        for conversation_id in held:
+            assert api.post("/api/v1/conversations/", {"conversation_id": conversation_id}, format="json").status_code == 201
+        db = connection.settings_dict
+        dsn = f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} user={db['USER']} dbname={db['NAME']}"
+        with psycopg.connect(dsn) as blocker:
+            # Hold the conversations' rows: the worker's four threads are all inside a persist task.
+            blocker.execute("SELECT 1 FROM conversation_memories WHERE conversation_id = ANY(%s) FOR UPDATE", [held])
+            for conversation_id in held:
+                assert append(api, conversation_id, "in hand at the cut").status_code == 201
+
+            def all_tasks_in_hand() -> bool:
+                with celery_app.connection_for_write() as conn:
+                    _, ready, _ = conn.default_channel.queue_declare(settings.MEMORY_QUEUE, passive=True)
+                with psycopg.connect(dsn, autocommit=True) as probe:
+                    waiting = probe.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", [db["NAME"]]
+                    ).fetchone()[0]
+                return ready == 0 and waiting > 0
+
+            wait_until(all_tasks_in_hand, message="the worker's threads to hold the four tasks")
+            offset = worker.log_path.stat().st_size
+            broker_proxy.cut()
+            wait_until(lambda: "Connection to broker lost" in log_since(worker, offset), message="the worker to lose the broker")
+            broker_proxy.restore()
+            wait_until(lambda: "Connected to" in log_since(worker, offset), message="the worker to reconnect")
+            blocker.rollback()
+
+        # The broker redelivers the four tasks (their channel is gone); then new writes come in.
+        for n in range(6):
+            assert append(api, "after-reconnect", f"after {n}").status_code == 201
+        wait_for_rows(Message, tenant, 10, timeout=30)
+        assert Message.objects.for_tenant(tenant).filter(conversation__conversation_id__in=held).count() == 4
+        # Lost once, at the cut: not again for a frame torn between two threads (UnexpectedFrame).
+        assert log_since(worker, offset).count("Connection to broker lost") == 1, log_since(worker, offset)
+    finally:
+        worker.stop()
 
 
 # --- 7. No silent loss ---------------------------------------------------------------------------
