@@ -247,7 +247,8 @@ def print_report(report: Report, seconds: float, seed: int) -> None:
     print("answers: " + ", ".join(f"{name}: {count}" for name, count in report.answers.items()))
     print(f"{len(report.faults)} faults in {seconds:.0f} s; verdict: {'PASS' if report.ok else 'FAIL'}")
     for kind, examples in report.examples.items():
-        print(f"  {kind}: " + "; ".join(examples))
+        senders = ", ".join(f"{name} {count}" for name, count in sorted(report.by_client_kind.get(kind, {}).items()))
+        print(f"  {kind} ({getattr(report, kind)}{'; sent by ' + senders if senders else ''}): " + "; ".join(examples))
 
 
 def run(options: argparse.Namespace, seed: int) -> Report:

@@ -144,6 +144,7 @@ class Report:
     lag_max_seconds: float = 0.0
     answers: dict[str, int] = field(default_factory=dict)
     appends_by_kind: dict[str, int] = field(default_factory=dict)
+    by_client_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # count -> client kind -> how many
     faults: list[str] = field(default_factory=list)
     examples: dict[str, list[str]] = field(default_factory=dict)
 
@@ -151,11 +152,15 @@ class Report:
     def ok(self) -> bool:
         return all(getattr(self, name) == 0 for name in MUST_BE_ZERO)
 
-    def note(self, kind: str, example: str) -> None:
+    def note(self, kind: str, example: str, of: Message | None = None) -> None:
+        """Count one ``kind``, keep the first examples, and say which client kind sent the message ``of``."""
         setattr(self, kind, getattr(self, kind) + 1)
         examples = self.examples.setdefault(kind, [])
         if len(examples) < 5:
             examples.append(example)
+        if of is not None:
+            kinds = self.by_client_kind.setdefault(kind, {})
+            kinds[of.append.kind] = kinds.get(of.append.kind, 0) + 1
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self) | {"ok": self.ok}
@@ -281,11 +286,11 @@ def check(
             continue
         stored[message.content].append(row)
         if message.poison:
-            report.note("poison_stored", f"{message.content} ({message.poison}) stored with seq {row.seq}")
+            report.note("poison_stored", f"{message.content} ({message.poison}) stored with seq {row.seq}", of=message)
         if tenant_of(message.content) != row.tenant:
-            report.note("cross_tenant", f"{message.content} stored for {row.tenant}")
+            report.note("cross_tenant", f"{message.content} stored for {row.tenant}", of=message)
         elif (row.tenant, row.conversation) != (message.tenant, message.conversation):
-            report.note("duplicated", f"{message.content} stored in {row.conversation}")
+            report.note("duplicated", f"{message.content} stored in {row.conversation}", of=message)
     report.stored = len(rows)
     dead = _held_by(dead_letters, owner)
     report.dead_letters = len(dead_letters)
@@ -300,9 +305,9 @@ def check(
         _check_refusal(report, message, rows_of, dead, in_broker, seen)
         _check_seqs(report, message, rows_of, seen.get(message.content, []), final_windows)
         if len(rows_of) > 1:
-            report.note("duplicated", f"{message.content} stored {len(rows_of)} times")
+            report.note("duplicated", f"{message.content} stored {len(rows_of)} times", of=message)
         if message.poison and seen.get(message.content):
-            report.note("poison_stored", f"{message.content} ({message.poison}) seen by a read")
+            report.note("poison_stored", f"{message.content} ({message.poison}) seen by a read", of=message)
     for content in in_broker:
         if content not in messages:
             report.note("stuck", f"{content!r} (never sent) still in the broker after the drain")
@@ -358,6 +363,7 @@ def _messages(history: History, report: Report) -> dict[str, Message]:
                     "poison_acknowledged",
                     f"{message.content} ({message.poison}) answered {message.acknowledged[0].status} "
                     f"with seq {message.acknowledged_seq}",
+                    of=message,
                 )
             elif all(attempt.status is not None and 400 <= attempt.status < 500 for attempt, _, _ in message.attempts):
                 report.poison_refused += 1
@@ -384,6 +390,7 @@ def _seen(history: History, owner: Any, report: Report) -> dict[str, list[tuple[
     """The reads that showed each message, with the seq each showed."""
     seen: dict[str, list[tuple[Read, int]]] = defaultdict(list)
     shown_twice: set[str] = set()  # counted once, however many reads show it twice
+    senders: dict[str, Message] = {}
     for read in history.reads:
         if not read.ok:
             continue
@@ -397,10 +404,13 @@ def _seen(history: History, owner: Any, report: Report) -> dict[str, list[tuple[
             else:
                 seen[message.content].append((read, seq))
                 shown[message.content] += 1
+                senders[message.content] = message
         for content, times in shown.items():
             if times > 1 and content not in shown_twice:
                 shown_twice.add(content)
-                report.note("duplicated", f"{content} shown {times} times by one read at {_clock(read.started)}")
+                report.note(
+                    "duplicated", f"{content} shown {times} times by one read at {_clock(read.started)}", of=senders[content]
+                )
     return seen
 
 
@@ -417,18 +427,21 @@ def _check_durability(
         report.note(
             "stuck",
             f"{message.content} still in the broker after the drain ({acknowledged if message.acknowledged else 'never acknowledged'})",
+            of=message,
         )
     if dead:
         if message.poison:
-            report.note("poison_stored", f"{message.content} ({message.poison}) in the dead-letter table")
+            report.note("poison_stored", f"{message.content} ({message.poison}) in the dead-letter table", of=message)
         else:
             what = acknowledged if message.acknowledged else "never acknowledged"
-            report.note("dead_lettered", f"{message.content} (well-formed, {what}) in the dead-letter table")
+            report.note("dead_lettered", f"{message.content} (well-formed, {what}) in the dead-letter table", of=message)
     if message.acknowledged and not message.poison and not rows and not dead and not in_broker:
         if leftovers is None:
-            report.note("stuck", f"{message.content} ({acknowledged}) not persisted; the broker could not be read")
+            report.note("stuck", f"{message.content} ({acknowledged}) not persisted; the broker could not be read", of=message)
         else:
-            report.note("lost", f"{message.content} ({acknowledged}) is nowhere: not stored, not dead-lettered, not queued")
+            report.note(
+                "lost", f"{message.content} ({acknowledged}) is nowhere: not stored, not dead-lettered, not queued", of=message
+            )
     if not message.acknowledged and rows and not message.poison:
         report.unknown_stored += any(attempt.verdict != "refused" for attempt, _, _ in message.attempts)
 
@@ -448,17 +461,20 @@ def _check_answers(report: Report, message: Message) -> None:
                 "resend_answered_201",
                 f"{message.content}: acknowledged at {_clock(acknowledged_at)} with seq {seq}, "
                 f"resent at {_clock(attempt.started)}, answered 201",
+                of=message,
             )
         elif attempt.status is not None and 400 <= attempt.status < 500:
             report.note(
-                "resend_refused", f"{message.content}: acknowledged, resent as it was, answered {attempt.status} {attempt.code}"
+                "resend_refused",
+                f"{message.content}: acknowledged, resent as it was, answered {attempt.status} {attempt.code}",
+                of=message,
             )
     for attempt, given in message.answered_seqs():
         if given != seq:
             report.note(
                 "resend_seq_changed",
                 f"{message.content}: acknowledged with seq {seq} at {_clock(acknowledged_at)}, an answer at "
-                f"{_clock(attempt.ended)} ({attempt.status} {attempt.code}) gave seq {given}".replace(" )", ")"),
+                f"{_clock(attempt.ended)} ({attempt.status} {attempt.code}) gave seq {given}".replace(" )", ", of=message)"),
             )
 
 
@@ -487,7 +503,7 @@ def _check_refusal(
             if found
         ]
         if places:
-            report.note("refused_but_stored", f"{message.content} refused ({refusals}) yet {' and '.join(places)}")
+            report.note("refused_but_stored", f"{message.content} refused ({refusals}) yet {' and '.join(places)}", of=message)
         return
     if message.acknowledged and message.acknowledged[0].status == 200:
         earlier = [attempt for attempt, _, _ in message.attempts if attempt.ended < message.acknowledged[0].started]
@@ -496,6 +512,7 @@ def _check_refusal(
                 "refused_but_stored",
                 f"{message.content} answered 200 (already known) after every earlier attempt was refused "
                 f"({', '.join(f'{a.status} {a.code}' for a in earlier)})",
+                of=message,
             )
 
 
@@ -523,7 +540,9 @@ def _check_seqs(
         distinct = {}
         for name, seq in sources:
             distinct.setdefault(seq, name)
-        report.note("seq_mismatch", f"{message.content}: " + ", ".join(f"seq {seq} {name}" for seq, name in distinct.items()))
+        report.note(
+            "seq_mismatch", f"{message.content}: " + ", ".join(f"seq {seq} {name}" for seq, name in distinct.items()), of=message
+        )
 
 
 def _seq_of(message: Message, rows: list[Row]) -> int | None:
@@ -560,6 +579,7 @@ def _check_order(report: Report, messages: dict[str, Message], stored: dict[str,
                 report.note(
                     "reordered",
                     f"{message.content} (seq {seq}) after {earlier} (seq {earlier_seq}), acknowledged before it was sent",
+                    of=message,
                 )
 
 
@@ -637,7 +657,9 @@ def _check_reads(
         if read.source in ("cache", "rebuild"):
             report.reads_from_cache += 1
             reads_by_conversation[(read.tenant, read.conversation)].append(read)
-            _check_read_your_writes(report, read, acked_by_conversation[(read.tenant, read.conversation)], forgotten_between)
+            _check_read_your_writes(
+                report, read, acked_by_conversation[(read.tenant, read.conversation)], forgotten_between, messages
+            )
     for reads in reads_by_conversation.values():
         reads.sort(key=lambda read: read.started)
         for earlier, later in _ordered_pairs(reads):
@@ -647,7 +669,9 @@ def _check_reads(
             floor = later.messages[0][1] if len(later.messages) >= READ_LIMIT else -1
             for _, seq, content in earlier.messages:
                 if seq >= floor and content not in later_contents:
-                    report.note("vanished", f"{content} (seq {seq}) seen, then missing from a later window")
+                    report.note(
+                        "vanished", f"{content} (seq {seq}) seen, then missing from a later window", of=messages.get(content)
+                    )
 
 
 def _ordered_pairs(reads: list[Read]) -> list[tuple[Read, Read]]:
@@ -661,7 +685,11 @@ def _ordered_pairs(reads: list[Read]) -> list[tuple[Read, Read]]:
 
 
 def _check_read_your_writes(
-    report: Report, read: Read, acked: list[tuple[float, int, str, float, float]], forgotten_between: Any
+    report: Report,
+    read: Read,
+    acked: list[tuple[float, int, str, float, float]],
+    forgotten_between: Any,
+    messages: dict[str, Message],
 ) -> None:
     seen = {content for _, _, content in read.messages}
     floor = read.messages[0][1] if len(read.messages) >= READ_LIMIT else -1
@@ -675,6 +703,7 @@ def _check_read_your_writes(
                 "stale_reads",
                 f"{content} (seq {seq}) acknowledged at {_clock(visible)}, persisted at {_clock(persisted)}, "
                 f"missing from a read at {_clock(read.started)} served from {read.source}",
+                of=messages.get(content),
             )
 
 

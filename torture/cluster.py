@@ -33,6 +33,9 @@ QUEUE = "torture"
 REDIS_SOCKET_TIMEOUT = 0.5  # seconds (MEMORY_REDIS_SOCKET_TIMEOUT): a pause longer than this is an outage
 REFUSAL_SECONDS = 3.0  # how long the persist queue refuses publishes
 BEFORE_SECOND_FAULT = 1.5  # seconds of PostgreSQL outage before the second fault: tasks fail and retry
+CONFIRM_TIMEOUT = 5.0  # seconds the service waits for a publisher confirm (CELERY_BROKER_TRANSPORT_OPTIONS)
+RABBIT_PAUSE = 7.0  # seconds the broker is paused: longer than the confirm timeout
+KEEPING_UP = 20  # ready messages in the persist queue below which its workers are keeping up
 
 
 @dataclass
@@ -175,6 +178,17 @@ class Cluster:
         self.rabbit.start()
         return "RabbitMQ restarted"
 
+    def pause_rabbitmq(self, rng: random.Random, seconds: float = RABBIT_PAUSE) -> str:
+        """SIGSTOP the broker for longer than the service's confirm timeout: publishes already sent
+        get no confirm in time (the API must not call them refused), and the broker stores them when
+        it resumes."""
+        self.rabbit.pause()
+        try:
+            time.sleep(seconds)
+        finally:
+            self.rabbit.resume()
+        return f"RabbitMQ paused {seconds:.1f} s (SIGSTOP; the service's confirm timeout is {CONFIRM_TIMEOUT:.0f} s)"
+
     def stop_rabbitmq_gracefully(self, rng: random.Random, seconds: float = 2.0) -> str:
         """``rabbitmqctl stop_app``, then ``start_app``: the node closes every connection at once, so
         publishes in flight (the API's and the workers' retries) lose their confirms."""
@@ -185,10 +199,28 @@ class Cluster:
             self.rabbit.start_app()
         return f"RabbitMQ application stopped {seconds:.1f} s (rabbitmqctl stop_app, start_app)"
 
+    def _workers_consuming(self) -> str:
+        """Wait (a while) until every worker consumes the persist queue again and keeps up with it:
+        after a broker fault they reconnect with a growing backoff, and a PostgreSQL outage tests
+        little while no task runs and retries. Answers how long it waited, for the fault's line."""
+        started = time.monotonic()
+
+        def consuming() -> bool:
+            depth = self.rabbit.depth(QUEUE)
+            return depth is not None and depth[0] <= KEEPING_UP and depth[1] >= len(self.workers)
+
+        try:
+            wait_until(consuming, timeout=30, message="the workers to consume")
+        except AssertionError:
+            return f"; workers not consuming, or not keeping up, after {time.monotonic() - started:.0f} s"
+        waited = time.monotonic() - started
+        return f"; waited {waited:.0f} s for the workers to consume" if waited >= 1 else ""
+
     def refuse_publishes_during_postgres_outage(self, rng: random.Random) -> str:
         """PostgreSQL stops; once persist tasks are failing and retrying, the persist queue refuses
         every publish for a while (the API's, and the workers' retry republishes) while keeping what
         it holds; publishes are accepted again, then PostgreSQL starts."""
+        waited = self._workers_consuming()
         self.postgres.stop()
         try:
             time.sleep(BEFORE_SECOND_FAULT)
@@ -199,11 +231,14 @@ class Cluster:
                 moved, dropped = self.rabbit.accept_publishes(QUEUE)
         finally:
             self.postgres.start()
-        return f"PostgreSQL stopped; publishes to {QUEUE} refused {REFUSAL_SECONDS:.0f} s{self._displaced(moved, dropped)}"
+        return (
+            f"PostgreSQL stopped; publishes to {QUEUE} refused {REFUSAL_SECONDS:.0f} s{self._displaced(moved, dropped)}{waited}"
+        )
 
     def refuse_publishes_across_postgres_restart(self, rng: random.Random) -> str:
         """As above, but PostgreSQL starts while publishes are still refused: the retries that now
         succeed and those refused overlap."""
+        waited = self._workers_consuming()
         try:
             self.postgres.stop()
             time.sleep(BEFORE_SECOND_FAULT)
@@ -215,7 +250,7 @@ class Cluster:
                 time.sleep(REFUSAL_SECONDS / 2)
             finally:
                 moved, dropped = self.rabbit.accept_publishes(QUEUE)
-        return f"PostgreSQL restarted while publishes to {QUEUE} were refused{self._displaced(moved, dropped)}"
+        return f"PostgreSQL restarted while publishes to {QUEUE} were refused{self._displaced(moved, dropped)}{waited}"
 
     @staticmethod
     def _displaced(moved: int, dropped: int) -> str:
@@ -227,6 +262,7 @@ class Cluster:
     def restart_redis_empty_during_postgres_outage(self, rng: random.Random, seconds: float = 3.0) -> str:
         """Both stores of idempotency at once: Redis forgets the writes still pending while PostgreSQL
         cannot be asked which ids it holds."""
+        waited = self._workers_consuming()
         self.postgres.stop()
         try:
             time.sleep(BEFORE_SECOND_FAULT)
@@ -236,11 +272,13 @@ class Cluster:
         finally:
             self.postgres.start()
         return (
-            f"PostgreSQL stopped; Redis restarted empty {BEFORE_SECOND_FAULT:.1f} s in; PostgreSQL started {seconds:.1f} s later"
+            f"PostgreSQL stopped; Redis restarted empty {BEFORE_SECOND_FAULT:.1f} s in; PostgreSQL started "
+            f"{seconds:.1f} s later{waited}"
         )
 
     def restart_rabbitmq_during_postgres_outage(self, rng: random.Random) -> str:
         """The broker restarts while persist tasks are failing and retrying against a stopped PostgreSQL."""
+        waited = self._workers_consuming()
         self.postgres.stop()
         try:
             time.sleep(BEFORE_SECOND_FAULT)
@@ -248,7 +286,7 @@ class Cluster:
             self.rabbit.start()
         finally:
             self.postgres.start()
-        return "PostgreSQL stopped; RabbitMQ restarted meanwhile; PostgreSQL started"
+        return f"PostgreSQL stopped; RabbitMQ restarted meanwhile; PostgreSQL started{waited}"
 
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
@@ -260,6 +298,7 @@ class Cluster:
         if self.rabbit.process is None or self.rabbit.process.poll() is not None:
             self.rabbit.start()
         else:
+            self.rabbit.resume()
             self.rabbit.start_app()
         self.rabbit.accept_publishes(QUEUE)
         self.postgres.start()
@@ -271,17 +310,20 @@ class Cluster:
         wait_until(self.web.answers, timeout=60, message="the web server to answer")
 
 
+# In schedule order (round and round): the instant faults, outages and combined faults interleaved,
+# so that a short run reaches the combined ones.
 FAULTS = {
     "kill-worker-process": Cluster.kill_worker_process,
-    "kill-worker": Cluster.kill_worker,
-    "kill-web-worker": Cluster.kill_web_worker,
-    "redis-restart-empty": Cluster.restart_redis_empty,
-    "redis-pause": Cluster.pause_redis,
-    "postgres-stop": Cluster.stop_postgres,
-    "rabbitmq-restart": Cluster.restart_rabbitmq,
-    "rabbitmq-graceful-stop": Cluster.stop_rabbitmq_gracefully,
     "publish-refused-during-postgres-outage": Cluster.refuse_publishes_during_postgres_outage,
-    "publish-refused-across-postgres-restart": Cluster.refuse_publishes_across_postgres_restart,
+    "kill-web-worker": Cluster.kill_web_worker,
+    "rabbitmq-pause": Cluster.pause_rabbitmq,
+    "redis-restart-empty": Cluster.restart_redis_empty,
     "redis-restart-empty-during-postgres-outage": Cluster.restart_redis_empty_during_postgres_outage,
+    "kill-worker": Cluster.kill_worker,
+    "rabbitmq-graceful-stop": Cluster.stop_rabbitmq_gracefully,
+    "redis-pause": Cluster.pause_redis,
+    "publish-refused-across-postgres-restart": Cluster.refuse_publishes_across_postgres_restart,
+    "postgres-stop": Cluster.stop_postgres,
     "rabbitmq-restart-during-postgres-outage": Cluster.restart_rabbitmq_during_postgres_outage,
+    "rabbitmq-restart": Cluster.restart_rabbitmq,
 }

@@ -434,6 +434,7 @@ class PrivateRabbit:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGCONT)  # a paused node cannot stop
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=30)
@@ -442,7 +443,18 @@ class PrivateRabbit:
                 self.process.wait(timeout=10)
         self.process = None
 
+    def pause(self) -> None:
+        """SIGSTOP the node (every process of its group): connections stay open, frames sent to it
+        wait in its sockets, nothing is confirmed until resume()."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGCONT)
+
     def close(self) -> None:
+        self.resume()
         self.stop()
         shutil.rmtree(self.directory, ignore_errors=True)
 
@@ -489,6 +501,17 @@ class PrivateRabbit:
                 counts[fields[0]] = (int(fields[1]), int(fields[2]))
         return counts
 
+    def depth(self, queue: str) -> tuple[int, int] | None:
+        """(ready messages, consumers) of ``queue`` now; None if it cannot be asked."""
+        import amqp
+
+        try:
+            with self._amqp() as connection:
+                declared = connection.channel().queue_declare(queue, passive=True)
+                return declared.message_count, declared.consumer_count
+        except (OSError, amqp.exceptions.AMQPError):
+            return None
+
     # A queue over its max-length loses its oldest messages when a policy sets the limit, even with
     # overflow reject-publish (seen on RabbitMQ 3.10): to refuse new publishes and keep what is queued,
     # the policy also dead-letters to a holding queue, which accept_publishes() empties back. A message
@@ -531,8 +554,9 @@ class PrivateRabbit:
             while (message := channel.basic_get(self.held(queue), no_ack=False)) is not None:
                 properties = dict(message.properties)
                 headers = dict(properties.get("application_headers") or {})
-                reason = headers.get("x-first-death-reason")
-                if reason == "maxlen":
+                if headers.get("x-first-death-reason") == "rejected":
+                    dropped += 1  # what the broker does with a rejected message and no dead-letter exchange
+                else:  # set aside by the policy ("maxlen"): back to where it was
                     properties["application_headers"] = {
                         name: value
                         for name, value in headers.items()
@@ -540,8 +564,6 @@ class PrivateRabbit:
                     }
                     channel.basic_publish(amqp.Message(message.body, **properties), exchange="", routing_key=queue)
                     moved += 1
-                else:
-                    dropped += 1
                 channel.basic_ack(message.delivery_tag)
         return moved, dropped
 

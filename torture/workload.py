@@ -39,7 +39,10 @@ from typing import Any
 import httpx
 
 READ_LIMIT = 50
-TIMEOUT = 5.0  # seconds a patient client waits for an answer before it counts the attempt as unknown
+# Seconds a patient client waits for an answer before it counts the attempt as unknown: longer than
+# the service's broker confirm timeout (5 s), so that the answer to a publish whose confirm was lost
+# reaches it.
+TIMEOUT = 10.0
 IN_FLIGHT_TIMEOUTS = (0.3, 2.0)  # seconds an impatient client waits before it sends the same ids again
 CHAIN_DEADLINE = 30.0  # seconds a client keeps resending one append before it gives up
 RESEND_DELAY = (1.0, 20.0)  # seconds between an acknowledgement and its resend

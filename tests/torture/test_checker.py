@@ -267,6 +267,7 @@ def test_a_resend_of_an_acknowledged_message_answered_201_is_counted():
     report = run(history, rows, windows)
     assert report.resend_answered_201 == 1
     assert only(report, "resend_answered_201")
+    assert report.by_client_kind["resend_answered_201"] == {"client-id": 1}  # the kind that first sent it
 
 
 def test_a_retry_whose_earlier_attempt_timed_out_may_answer_201():

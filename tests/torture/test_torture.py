@@ -19,8 +19,8 @@ FAULTS = (
     "kill-worker-process",
     "kill-web-worker",
     "publish-refused-during-postgres-outage",
-    "rabbitmq-graceful-stop",
     "redis-restart-empty-during-postgres-outage",
+    "rabbitmq-pause",
 )
 
 
