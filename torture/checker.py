@@ -409,7 +409,7 @@ def _seen(history: History, owner: Any, report: Report) -> dict[str, list[tuple[
             if times > 1 and content not in shown_twice:
                 shown_twice.add(content)
                 report.note(
-                    "duplicated", f"{content} shown {times} times by one read at {_clock(read.started)}", of=senders[content]
+                    "duplicated", f"{content} shown {times} times by one read at {clock(read.started)}", of=senders[content]
                 )
     return seen
 
@@ -422,7 +422,7 @@ def _check_durability(
     in_broker: list[Held] | None,
     leftovers: list[Held] | None,
 ) -> None:
-    acknowledged = f"acknowledged with seq {message.acknowledged_seq} at {_clock(message.acknowledged_at)}"
+    acknowledged = f"acknowledged with seq {message.acknowledged_seq} at {clock(message.acknowledged_at)}"
     if in_broker:
         report.note(
             "stuck",
@@ -459,8 +459,8 @@ def _check_answers(report: Report, message: Message) -> None:
         if attempt.status == 201:
             report.note(
                 "resend_answered_201",
-                f"{message.content}: acknowledged at {_clock(acknowledged_at)} with seq {seq}, "
-                f"resent at {_clock(attempt.started)}, answered 201",
+                f"{message.content}: acknowledged at {clock(acknowledged_at)} with seq {seq}, "
+                f"resent at {clock(attempt.started)}, answered 201",
                 of=message,
             )
         elif attempt.status is not None and 400 <= attempt.status < 500:
@@ -471,10 +471,12 @@ def _check_answers(report: Report, message: Message) -> None:
             )
     for attempt, given in message.answered_seqs():
         if given != seq:
+            answer = f"{attempt.status} {attempt.code}".strip()
             report.note(
                 "resend_seq_changed",
-                f"{message.content}: acknowledged with seq {seq} at {_clock(acknowledged_at)}, an answer at "
-                f"{_clock(attempt.ended)} ({attempt.status} {attempt.code}) gave seq {given}".replace(" )", ", of=message)"),
+                f"{message.content}: acknowledged with seq {seq} at {clock(acknowledged_at)}, an answer at "
+                f"{clock(attempt.ended)} ({answer}) gave seq {given}",
+                of=message,
             )
 
 
@@ -531,7 +533,7 @@ def _check_seqs(
     else:
         sources += [(f"{attempt.status} {attempt.code}", seq) for attempt, seq in message.answered_seqs()]
     sources += [(f"stored in {row.conversation}", row.seq) for row in rows]
-    sources += [(f"read at {_clock(read.started)} ({read.source})", seq) for read, seq in seen]
+    sources += [(f"read at {clock(read.started)} ({read.source})", seq) for read, seq in seen]
     window = dict(final_windows.get((message.tenant, message.conversation), []))
     for message_id in message.ids:
         if message_id in window:
@@ -701,13 +703,14 @@ def _check_read_your_writes(
         if visible < read.started and seq >= floor and content not in seen:
             report.note(
                 "stale_reads",
-                f"{content} (seq {seq}) acknowledged at {_clock(visible)}, persisted at {_clock(persisted)}, "
-                f"missing from a read at {_clock(read.started)} served from {read.source}",
+                f"{content} (seq {seq}) acknowledged at {clock(visible)}, persisted at {clock(persisted)}, "
+                f"missing from a read at {clock(read.started)} served from {read.source}",
                 of=messages.get(content),
             )
 
 
-def _clock(moment: float) -> str:
+def clock(moment: float) -> str:
+    """A moment as the logs print it (HH:MM:SS.mmm, local time)."""
     import time
 
     if moment == float("inf"):

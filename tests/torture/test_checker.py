@@ -4,7 +4,7 @@ the same histories without it, which pass."""
 import httpx
 import pytest
 
-from torture.checker import MUST_BE_ZERO, Held, Row, check, held_messages
+from torture.checker import MUST_BE_ZERO, Held, Row, check, clock, held_messages
 from torture.workload import Append, Attempt, History, Read, read_answer
 
 A1, A2, A3 = "t0|c0|0|1", "t0|c0|0|2", "t0|c0|1|1"
@@ -298,6 +298,9 @@ def test_an_answer_that_gives_an_acknowledged_message_another_seq_is_counted():
     report = run(history, rows, windows)
     assert report.resend_seq_changed == 1
     assert only(report, "resend_seq_changed")
+    assert report.examples["resend_seq_changed"] == [
+        f"{A1}: acknowledged with seq 1 at {clock(1)}, an answer at {clock(6)} (200) gave seq 9"
+    ]
 
 
 def test_a_write_indeterminate_whose_resend_is_acknowledged_with_another_seq_is_counted():
