@@ -245,6 +245,8 @@ def print_report(report: Report, seconds: float, seed: int) -> None:
     )
     print("\nappends: " + ", ".join(f"{name}: {count}" for name, count in sorted(report.appends_by_kind.items())))
     print("answers: " + ", ".join(f"{name}: {count}" for name, count in report.answers.items()))
+    for poison, answers in sorted(report.poison_answers.items()):
+        print(f"  poison {poison}: " + ", ".join(f"{name}: {count}" for name, count in sorted(answers.items())))
     print(f"{len(report.faults)} faults in {seconds:.0f} s; verdict: {'PASS' if report.ok else 'FAIL'}")
     for kind, examples in report.examples.items():
         senders = ", ".join(f"{name} {count}" for name, count in sorted(report.by_client_kind.get(kind, {}).items()))

@@ -33,6 +33,8 @@ Counts that must be zero (DESIGN.md section 5):
   known) when every earlier attempt had been refused.
 * ``poison_acknowledged``: a message no store can hold answered 200/201.
 * ``poison_stored``: such a message in PostgreSQL, in the dead-letter table or in a read.
+* ``poison_server_error``: such a message answered with a 5xx other than 503 (it must be refused
+  with a 4xx; a 503 or no answer during a fault says nothing).
 * ``malformed_answers``: an answer whose shape breaks the contract (a 2xx without each message's id
   and seq, a 4xx/503 without its JSON error and code, a 503 without Retry-After, a
   ``write_indeterminate`` without one ``{id, seq}`` per message).
@@ -75,6 +77,7 @@ MUST_BE_ZERO = (
     "refused_but_stored",
     "poison_acknowledged",
     "poison_stored",
+    "poison_server_error",
     "malformed_answers",
     "vanished",
     "stale_reads",
@@ -134,6 +137,7 @@ class Report:
     refused_but_stored: int = 0
     poison_acknowledged: int = 0
     poison_stored: int = 0
+    poison_server_error: int = 0
     malformed_answers: int = 0
     vanished: int = 0
     stale_reads: int = 0
@@ -145,6 +149,7 @@ class Report:
     answers: dict[str, int] = field(default_factory=dict)
     appends_by_kind: dict[str, int] = field(default_factory=dict)
     by_client_kind: dict[str, dict[str, int]] = field(default_factory=dict)  # count -> client kind -> how many
+    poison_answers: dict[str, dict[str, int]] = field(default_factory=dict)  # poison -> answer -> how many
     faults: list[str] = field(default_factory=list)
     examples: dict[str, list[str]] = field(default_factory=dict)
 
@@ -358,6 +363,12 @@ def _messages(history: History, report: Report) -> dict[str, Message]:
         report.messages += 1
         if message.poison:
             report.poison_sent += 1
+            answers_of = report.poison_answers.setdefault(message.poison, {})
+            for attempt, _, _ in message.attempts:
+                answer = f"{attempt.status or 'no answer'} {attempt.code}".strip()
+                answers_of[answer] = answers_of.get(answer, 0) + 1
+                if attempt.status is not None and attempt.status >= 500 and attempt.status != 503:
+                    report.note("poison_server_error", f"{message.content} ({message.poison}) answered {answer}", of=message)
             if message.acknowledged:
                 report.note(
                     "poison_acknowledged",

@@ -401,6 +401,20 @@ def test_a_poison_acknowledged_is_counted():
     assert only(report, "poison_acknowledged")
 
 
+def test_a_poison_answered_500_is_a_server_error_and_one_answered_503_or_not_at_all_is_not():
+    history, rows, windows = healthy()
+    history.appends.append(poison_append(status=500))
+    report = run(history, rows, windows)
+    assert report.poison_server_error == 1
+    assert only(report, "poison_server_error")
+    assert report.poison_answers == {"nul-in-content": {"500": 1}}
+    for status in (503, None):
+        history.appends[-1] = poison_append(status=status)
+        report = run(history, rows, windows)
+        assert report.ok
+        assert report.poison_unrefused == 1
+
+
 @pytest.mark.parametrize("where", ["rows", "dead_letters", "reads"])
 def test_a_poison_stored_dead_lettered_or_seen_is_poison_stored(where):
     history, rows, windows = healthy()
