@@ -21,8 +21,8 @@ Counts that must be zero (DESIGN.md section 5):
   window's, PostgreSQL's (or, never acknowledged, a ``write_indeterminate``'s and PostgreSQL's).
 * ``final_window_differs``: the final window served by the API (the cache, rebuilt if needed)
   differs from PostgreSQL's newest rows: other messages, other seqs or another order.
-* ``resend_answered_201``: an attempt all of whose messages were acknowledged before it began,
-  answered 201 (taken as new) instead of 200.
+* ``resend_answered_201``: a message of an attempt begun after its acknowledgement (the messages of
+  one request are acknowledged together), answered 201 (taken as new) instead of 200; one per message.
 * ``resend_refused``: such an attempt answered with a 4xx (a resend of an acknowledged message as
   it was must answer 200, or a 503 while the service cannot tell).
 * ``resend_seq_changed``: an answer (200/201, or ``write_indeterminate``'s details) giving a message
