@@ -1,15 +1,20 @@
 """``python -m torture``: the list-append torture test (DESIGN.md section 5 under faults).
 
 Starts a private PostgreSQL, Redis and RabbitMQ, gunicorn and two Celery workers; runs concurrent
-clients that append unique, labelled messages to conversations of several tenants and read windows
-back, while a nemesis injects faults on a schedule; then heals everything, waits for the queue to
-drain, and checks the history against PostgreSQL and the cache (``torture/checker.py``). Prints a
+clients of several kinds (``torture/workload.py``) that append unique, labelled messages to
+conversations of several tenants, retry in flight, resend what was acknowledged, send poison and
+read windows back, while a nemesis injects faults on a schedule; then heals everything, waits for
+the queue to drain, stops the workers, reads what the broker still holds and the dead-letter table,
+and checks the history against them, PostgreSQL and the cache (``torture/checker.py``). Prints a
 table and exits 1 if any count that must be zero is not.
 
     .venv/bin/python -m torture [--duration 90] [--clients 8] [--tenants 3] [--conversations 4]
-        [--faults kill-worker-process,kill-worker,kill-web-worker,redis-restart-empty,redis-pause,postgres-stop,rabbitmq-restart]
-        [--interval 4] [--seed 1] [--json PATH]
+        [--faults NAME,...] [--interval 4] [--seeds 1,2,3] [--json PATH]
+        [--retry-backoff-max S] [--persist-max-retries N] [--drain-timeout S]
 
+Several seeds run one after the other, each on a fresh cluster (a process of its own). The service
+runs with its own retry settings unless ``--retry-backoff-max`` or ``--persist-max-retries`` says
+otherwise; the drain waits as long as those settings may take to persist or dead-letter a write.
 The machine's own services are never touched: every server here is started by the harness, on its
 own ports and directories, and stopped at the end. Needs the machine's ``rabbitmq-server``.
 """
@@ -20,16 +25,21 @@ import argparse
 import json
 import random
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-from torture.checker import FINAL_WINDOW, MUST_BE_ZERO, Report, Row, check
-from torture.cluster import FAULTS, Cluster
-from torture.workload import Client, History
+from torture.checker import FIGURES, FINAL_WINDOW, MUST_BE_ZERO, Held, Report, Row, check, held_messages
+from torture.cluster import FAULTS, QUEUE, Cluster
+from torture.workload import CHAIN_DEADLINE, TIMEOUT, Client, History
 
-DRAIN_TIMEOUT = 180.0  # seconds to wait after the faults for every acknowledged write to be persisted
+DRAIN_MARGIN = 60.0  # seconds beyond the longest retry schedule
+QUIET = 3.0  # seconds the broker must stay empty, once every acknowledged write is accounted for
+EMPTY = 15.0  # seconds an empty broker is given before the writes still missing are taken as gone
 
 
 def arguments(argv: list[str]) -> argparse.Namespace:
@@ -40,13 +50,25 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--conversations", type=int, default=4, help="per tenant")
     parser.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, in schedule order: {', '.join(FAULTS)}")
     parser.add_argument("--interval", type=float, default=4.0, help="seconds of calm between two faults")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=None, help="one seed (same as --seeds N)")
+    parser.add_argument("--seeds", default="1", help="comma-separated; each runs on a fresh cluster")
+    parser.add_argument("--retry-backoff-max", type=int, default=None, help="MEMORY_RETRY_BACKOFF_MAX (default: the service's)")
+    parser.add_argument(
+        "--persist-max-retries", type=int, default=None, help="MEMORY_PERSIST_MAX_RETRIES (default: the service's)"
+    )
+    parser.add_argument("--drain-timeout", type=float, default=None, help="seconds (default: the retry schedule's length + 60)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     options = parser.parse_args(argv)
     options.fault_names = [name.strip() for name in options.faults.split(",") if name.strip()]
     unknown = [name for name in options.fault_names if name not in FAULTS]
     if unknown:
         parser.error(f"unknown faults {', '.join(unknown)}; choose among {', '.join(FAULTS)}")
+    try:
+        options.seed_list = (
+            [options.seed] if options.seed is not None else [int(s) for s in options.seeds.split(",") if s.strip()]
+        )
+    except ValueError:
+        parser.error(f"--seeds takes integers separated by commas, not {options.seeds!r}")
     return options
 
 
@@ -60,25 +82,21 @@ def nemesis(
     interval: float,
     stop: threading.Event,
     rng: random.Random,
+    history: History,
     log: list[str],
-    forgotten: list[float],
-    unreachable: list[tuple[float, float]],
 ) -> None:
-    """Break one thing at a time, in the order given, round and round, with calm in between."""
+    """Break one thing (or two) at a time, in the order given, round and round, with calm in between."""
     index = 0
     stop.wait(interval)
     while not stop.is_set() and names:
         name = names[index % len(names)]
         index += 1
         started = time.time()
+        history.faults_begun += 1
         try:
-            if name == "redis-restart-empty":
-                forgotten.append(time.time())
             what = FAULTS[name](cluster, rng)
-            if name == "redis-pause":
-                unreachable.append((started, time.time()))
         except Exception as error:  # a fault that failed half-way: heal and go on
-            what = f"{name} failed: {error!r}"
+            what = f"failed: {error!r}"
             cluster.heal()
         entry = f"{time.strftime('%H:%M:%S', time.localtime(started))} {name}: {what} ({time.time() - started:.1f} s)"
         log.append(entry)
@@ -86,48 +104,102 @@ def nemesis(
         stop.wait(interval)
 
 
-def drain(cluster: Cluster, history: History) -> None:
-    """Wait until every acknowledged message is in PostgreSQL and the queue has stayed empty a while."""
+def retry_schedule(backoff_max: int, max_retries: int) -> float:
+    """The longest a persist task may retry before it is dead-lettered (``conversations.tasks._backoff``)."""
+    return float(sum(min(backoff_max, 2**attempt) for attempt in range(max_retries)))
+
+
+def acknowledged_ids(history: History) -> set[str]:
+    return {
+        message_id
+        for append in history.appends
+        if (attempt := append.acknowledgement) is not None and not any(append.poison)
+        for message_id, _ in attempt.answered
+    }
+
+
+def drain(cluster: Cluster, history: History, timeout: float) -> str:
+    """Wait until every acknowledged message is in PostgreSQL or the dead-letter table and the broker
+    holds nothing (ready or unacknowledged) for a while, or the broker has been empty long enough
+    that nothing more can come, or ``timeout``. Answers how it ended."""
     from django.db import DatabaseError, connections
 
-    from conversations.models import Message
-
-    wanted = {message_id for append in history.appends if append.outcome == "ok" for message_id in append.ids}
-    deadline = time.monotonic() + DRAIN_TIMEOUT
-    quiet_since = None
-    stored: set[str] = set()
+    wanted = acknowledged_ids(history)
+    began = time.monotonic()
+    deadline = began + timeout
+    quiet_since = empty_since = None
+    reported = began
+    missing: set[str] = wanted
     while time.monotonic() < deadline:
         try:
-            stored = set(
-                map(str, Message.unscoped.filter(tenant__slug__startswith="torture-").values_list("message_id", flat=True))
-            )  # every tenant of the run
+            stored, dead = stored_ids(), {held.id for held in dead_letters()}
         except DatabaseError:  # our connection did not survive a PostgreSQL restart
             connections.close_all()
             time.sleep(0.5)
             continue
-        depth = queue_depth(cluster)
-        if wanted <= stored and depth == 0:
-            quiet_since = quiet_since or time.monotonic()
-            if time.monotonic() - quiet_since > 3:
-                return
-        else:
-            quiet_since = None
-        time.sleep(0.5)
-    say(f"drain: timed out after {DRAIN_TIMEOUT:.0f} s; {len(wanted - stored)} acknowledged messages not persisted")
+        missing = wanted - stored - dead
+        counts = cluster.rabbit.queue_counts((QUEUE, cluster.rabbit.held(QUEUE)))
+        held = -1 if counts is None else sum(ready + unacknowledged for ready, unacknowledged in counts.values())
+        now = time.monotonic()
+        empty_since = (empty_since or now) if held == 0 else None
+        quiet_since = (quiet_since or now) if held == 0 and not missing else None
+        if quiet_since and now - quiet_since >= QUIET:
+            return f"drained in {now - began:.0f} s"
+        if empty_since and now - empty_since >= EMPTY:
+            return f"the broker has been empty {EMPTY:.0f} s with {len(missing)} acknowledged messages not persisted ({now - began:.0f} s)"
+        if now - reported >= 10:
+            reported = now
+            say(
+                f"drain    {now - began:.0f} s: {len(missing)} acknowledged messages not persisted yet, the broker holds {held if held >= 0 else '?'}"
+            )
+        time.sleep(2.0)
+    return f"timed out after {timeout:.0f} s with {len(missing)} acknowledged messages not persisted"
 
 
-def queue_depth(cluster: Cluster) -> int:
-    from kombu import Connection
+def stored_ids() -> set[str]:
+    from conversations.models import Message
 
-    try:
-        with Connection(cluster.rabbit.url, connect_timeout=2) as connection:
-            _, depth, _ = connection.default_channel.queue_declare(cluster.env["MEMORY_QUEUE"], passive=True)
-            return depth
-    except Exception:  # the broker restarting: not drained
-        return -1
+    # Every tenant of the run (the harness's own database): the unscoped manager on purpose.
+    return set(map(str, Message.unscoped.filter(tenant__slug__startswith="torture-").values_list("message_id", flat=True)))
 
 
-def collect(cluster: Cluster) -> tuple[list[Row], dict[tuple[str, str], list[tuple[str, int]]]]:
+def dead_letters() -> list[Held]:
+    from conversations.models import DeadLetter
+
+    # Dead letters of every tenant, and of none (a payload without its tenant): the unscoped manager on purpose.
+    return [held for payload in DeadLetter.unscoped.values_list("payload", flat=True) for held in held_messages(payload)]
+
+
+def leftovers(cluster: Cluster) -> list[Held] | None:
+    """What the broker still holds once the workers are stopped (their unacknowledged messages
+    return to the queue): the messages of every persist task left."""
+    for worker in cluster.workers:
+        worker.stop()
+    tasks = cluster.rabbit.messages((QUEUE, cluster.rabbit.held(QUEUE)))
+    if tasks is None:
+        say("broker   could not be read after the drain")
+        return None
+    found = []
+    for body, _ in tasks:
+        try:
+            found += held_messages(json.loads(body))
+        except ValueError:
+            found.append(Held("", "", "", None, f"an undecodable message: {body[:80]!r}"))
+    if tasks:
+        retries = sorted(int(headers.get("retries") or 0) for _, headers in tasks)
+        names = sorted({str(headers.get("task", "?")).rsplit(".", 1)[-1] for _, headers in tasks})
+        say(
+            f"broker   {len(tasks)} tasks ({', '.join(names)}) still queued after the drain, holding {len(found)} "
+            f"messages; retried {retries[0]} to {retries[-1]} times so far"
+        )
+    return found
+
+
+def collect(
+    cluster: Cluster, history: History
+) -> tuple[list[Row], dict[tuple[str, str], list[tuple[str, int]]], dict[tuple[str, str], str]]:
+    """PostgreSQL's rows of the run, and each conversation's final window read through the API (or
+    why it could not be read)."""
     import httpx
 
     from conversations.models import Message
@@ -138,52 +210,69 @@ def collect(cluster: Cluster) -> tuple[list[Row], dict[tuple[str, str], list[tup
             tenant__slug__startswith="torture-"
         ).values_list("tenant__slug", "conversation__conversation_id", "message_id", "seq", "content", "persisted_at")
     ]
-    windows = {}
+    keys = {(row.tenant, row.conversation) for row in rows} | {(a.tenant, a.conversation) for a in history.appends}
+    windows, unreadable = {}, {}
     with httpx.Client(base_url=cluster.web.url, timeout=30) as http:
         for tenant in cluster.tenants:
-            conversations = {row.conversation for row in rows if row.tenant == tenant.slug}
-            for conversation in conversations:
-                response = http.get(
-                    f"/api/v1/conversations/{conversation}/messages/",
-                    params={"limit": FINAL_WINDOW},
-                    headers={"Authorization": f"Api-Key {tenant.key}"},
-                )
-                response.raise_for_status()
-                windows[(tenant.slug, conversation)] = [(m["id"], m["seq"]) for m in response.json()["messages"]]
-    return rows, windows
+            for conversation in sorted(conversation for slug, conversation in keys if slug == tenant.slug):
+                key = (tenant.slug, conversation)
+                try:
+                    response = http.get(
+                        f"/api/v1/conversations/{conversation}/messages/",
+                        params={"limit": FINAL_WINDOW},
+                        headers={"Authorization": f"Api-Key {tenant.key}"},
+                    )
+                    if response.status_code == 404 and not any(row.conversation == conversation for row in rows):
+                        continue  # never written
+                    response.raise_for_status()
+                    windows[key] = [(m["id"], m["seq"]) for m in response.json()["messages"]]
+                except (httpx.HTTPError, ValueError, KeyError) as error:
+                    unreadable[key] = repr(error)[:200]
+    return rows, windows, unreadable
 
 
-def print_report(report: Report, seconds: float) -> None:
+def print_report(report: Report, seconds: float, seed: int) -> None:
     print()
-    print("| figure | count |\n|---|---:|")
-    for name in (
-        "acknowledged",
-        "failed",
-        "unknown",
-        "unknown_stored",
-        "failed_but_stored",
-        "stored",
-        "reads",
-        "reads_from_cache",
-    ):
+    print(f"seed {seed}\n\n| figure | count |\n|---|---:|")
+    for name in FIGURES:
         print(f"| {name} | {getattr(report, name)} |")
     for name in MUST_BE_ZERO:
-        print(f"| **{name}** (must be 0) | {getattr(report, name)} |")
-    print(f"| max lag, acknowledgement to row (s) | {report.max_lag_seconds} |")
-    print(f"\n{len(report.faults)} faults in {seconds:.0f} s; verdict: {'PASS' if report.ok else 'FAIL'}")
+        value = getattr(report, name)
+        print(f"| **{name}** (must be 0) | {value}{'  ✗' if value else ''} |")
+    print(
+        f"| acknowledgement to row, median / p99 / max (s) | {report.lag_median_seconds} / {report.lag_p99_seconds} / "
+        f"{report.lag_max_seconds} |"
+    )
+    print("\nappends: " + ", ".join(f"{name}: {count}" for name, count in sorted(report.appends_by_kind.items())))
+    print("answers: " + ", ".join(f"{name}: {count}" for name, count in report.answers.items()))
+    for poison, answers in sorted(report.poison_answers.items()):
+        print(f"  poison {poison}: " + ", ".join(f"{name}: {count}" for name, count in sorted(answers.items())))
+    print(f"{len(report.faults)} faults in {seconds:.0f} s; verdict: {'PASS' if report.ok else 'FAIL'}")
     for kind, examples in report.examples.items():
-        print(f"  {kind}: " + "; ".join(examples))
+        senders = ", ".join(f"{name} {count}" for name, count in sorted(report.by_client_kind.get(kind, {}).items()))
+        print(f"  {kind} ({getattr(report, kind)}{'; sent by ' + senders if senders else ''}): " + "; ".join(examples))
 
 
-def main(argv: list[str] | None = None) -> int:
-    options = arguments(sys.argv[1:] if argv is None else argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out, as on Ctrl-C
-    rng = random.Random(options.seed)
-    cluster = Cluster(tenant_count=options.tenants)
-    say("starting PostgreSQL, Redis, RabbitMQ, gunicorn and two Celery workers …")
+def run(options: argparse.Namespace, seed: int) -> Report:
+    """One run on a fresh cluster."""
+    rng = random.Random(seed)
+    overrides = {}
+    if options.retry_backoff_max is not None:
+        overrides["MEMORY_RETRY_BACKOFF_MAX"] = str(options.retry_backoff_max)
+    if options.persist_max_retries is not None:
+        overrides["MEMORY_PERSIST_MAX_RETRIES"] = str(options.persist_max_retries)
+    cluster = Cluster(tenant_count=options.tenants, settings=overrides)
+    say(f"seed {seed}: starting PostgreSQL, Redis, RabbitMQ, gunicorn and two Celery workers …")
     try:
         cluster.start()
-        say(f"up: {cluster.web.url}, tenants {', '.join(t.slug for t in cluster.tenants)}")
+        from django.conf import settings
+
+        backoff_max, max_retries = settings.MEMORY_RETRY_BACKOFF_MAX, settings.MEMORY_PERSIST_MAX_RETRIES
+        drain_timeout = options.drain_timeout or retry_schedule(backoff_max, max_retries) + DRAIN_MARGIN
+        say(
+            f"up: {cluster.web.url}, tenants {', '.join(t.slug for t in cluster.tenants)}; MEMORY_RETRY_BACKOFF_MAX={backoff_max}, "
+            f"MEMORY_PERSIST_MAX_RETRIES={max_retries}, drain timeout {drain_timeout:.0f} s"
+        )
         history = History()
         stop_clients, stop_nemesis = threading.Event(), threading.Event()
         clients = [
@@ -194,17 +283,13 @@ def main(argv: list[str] | None = None) -> int:
                 conversations=options.conversations,
                 history=history,
                 stop=stop_clients,
-                seed=options.seed * 1000 + number,
+                seed=seed * 1000 + number,
             )
             for number in range(options.clients)
         ]
         faults: list[str] = []
-        forgotten: list[float] = []
-        unreachable: list[tuple[float, float]] = []
         chaos = threading.Thread(
-            target=nemesis,
-            args=(cluster, options.fault_names, options.interval, stop_nemesis, rng, faults, forgotten, unreachable),
-            daemon=True,
+            target=nemesis, args=(cluster, options.fault_names, options.interval, stop_nemesis, rng, history, faults), daemon=True
         )
         began = time.time()
         for client in clients:
@@ -212,26 +297,106 @@ def main(argv: list[str] | None = None) -> int:
         chaos.start()
         while (left := options.duration - (time.time() - began)) > 0:
             time.sleep(min(10.0, left))
-            say(f"workload {time.time() - began:.0f} s: {len(history.appends)} appends, {len(history.reads)} reads")
+            say(f"workload {time.time() - began:.0f} s: {progress(history)}")
         stop_nemesis.set()
-        chaos.join(timeout=120)
+        chaos.join(timeout=180)
         stop_clients.set()
         for client in clients:
-            client.join(timeout=30)
+            client.join(timeout=CHAIN_DEADLINE + TIMEOUT + 5)
         seconds = time.time() - began
-        say("healing and draining the queue …")
+        say(f"workload done: {progress(history)}; healing and draining the queue …")
         cluster.heal()
-        drain(cluster, history)
-        rows, windows = collect(cluster)
-        report = check(history=history, rows=rows, final_windows=windows, forgotten_at=forgotten, unreachable=unreachable)
+        say(f"drain    {drain(cluster, history, drain_timeout)}")
+        left = leftovers(cluster)
+        if not cluster.web.running:  # stopped from outside the harness: the final reads need it
+            say("web      found stopped after the drain; started again for the final reads")
+            cluster.web.start()
+        rows, windows, unreadable = collect(cluster, history)
+        report = check(
+            history=history,
+            rows=rows,
+            final_windows=windows,
+            unreadable_windows=unreadable,
+            dead_letters=dead_letters(),
+            leftovers=left,
+            forgotten_at=cluster.redis_forgotten,
+            unreachable=cluster.redis_unreachable,
+        )
         report.faults = faults
-        print_report(report, seconds)
-        if options.json:
-            options.json.write_text(json.dumps(report.as_dict(), indent=2))
-        return 0 if report.ok else 1
+        print_report(report, seconds, seed)
+        return report
     finally:
         say("stopping the servers …")
         cluster.stop()
+
+
+def progress(history: History) -> str:
+    with history.lock:
+        appends, reads = list(history.appends), len(history.reads)
+    outcomes: dict[str, int] = {}
+    for append in appends:
+        outcomes[append.outcome] = outcomes.get(append.outcome, 0) + 1
+    attempts = sum(len(append.attempts) for append in appends)
+    return (
+        f"{len(appends)} appends ({', '.join(f'{count} {name}' for name, count in sorted(outcomes.items()))}) "
+        f"in {attempts} attempts, {reads} reads, {history.faults_begun} faults"
+    )
+
+
+def run_seeds(options: argparse.Namespace, argv: list[str]) -> int:
+    """Each seed in a process of its own (Django's settings name one cluster's servers per process)."""
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="torture-") as directory:
+        for seed in options.seed_list:
+            path = Path(directory) / f"seed-{seed}.json"
+            child = subprocess.Popen(  # noqa: S603 - this very program, with the caller's own arguments
+                [sys.executable, "-m", "torture", *without_seeds(argv), "--seed", str(seed), "--json", str(path)]
+            )
+            try:
+                child.wait()
+            finally:
+                if child.poll() is None:
+                    child.terminate()  # it stops its servers on SIGTERM
+                    child.wait(timeout=120)
+            if not path.exists():
+                say(f"seed {seed}: no report (exit {child.returncode})")
+                results.append({"seed": seed, "ok": False, "error": f"exit {child.returncode}"})
+                continue
+            results.extend(json.loads(path.read_text())["runs"])
+    print("\n| seed | verdict | " + " | ".join(MUST_BE_ZERO) + " |")
+    print("|---:|---|" + "---:|" * len(MUST_BE_ZERO))
+    for result in results:
+        counts = " | ".join(str(result.get(name, "?")) for name in MUST_BE_ZERO)
+        print(f"| {result['seed']} | {'PASS' if result.get('ok') else 'FAIL'} | {counts} |")
+    ok = all(result.get("ok") for result in results)
+    if options.json:
+        options.json.write_text(json.dumps({"ok": ok, "runs": results}, indent=2))
+    return 0 if ok else 1
+
+
+def without_seeds(argv: list[str]) -> list[str]:
+    kept, skip = [], False
+    for argument in argv:
+        if skip:
+            skip = False
+        elif argument in ("--seeds", "--seed", "--json"):
+            skip = True
+        elif not argument.startswith(("--seeds=", "--seed=", "--json=")):
+            kept.append(argument)
+    return kept
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    options = arguments(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out, as on Ctrl-C
+    if len(options.seed_list) > 1:
+        return run_seeds(options, argv)
+    seed = options.seed_list[0]
+    report = run(options, seed)
+    if options.json:
+        options.json.write_text(json.dumps({"ok": report.ok, "runs": [{"seed": seed, **report.as_dict()}]}, indent=2))
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

@@ -3,8 +3,12 @@
 
 ``Cluster.start()`` starts the servers, migrates, creates the tenants with an API key each, then the
 web server and the workers, all with the same environment (the test settings pointed at the
-private servers). Each fault is a method that breaks one part and a matching ``heal``; every method
-is safe to call twice.
+private servers, the service's own retry and backoff settings unless ``settings`` overrides them).
+Each fault is a method that breaks one or two parts and heals them before it returns (``heal`` is
+the safety net after one that failed half-way); every method is safe to call twice.
+
+Moments the checker must know are recorded here: when Redis restarted empty (``redis_forgotten``)
+and when it did not answer (``redis_unreachable``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ from torture.processes import (
 
 QUEUE = "torture"
 REDIS_SOCKET_TIMEOUT = 0.5  # seconds (MEMORY_REDIS_SOCKET_TIMEOUT): a pause longer than this is an outage
+REFUSAL_SECONDS = 3.0  # how long the persist queue refuses publishes
+BEFORE_SECOND_FAULT = 1.5  # seconds of PostgreSQL outage before the second fault: tasks fail and retry
+CONFIRM_TIMEOUT = 5.0  # seconds the service waits for a publisher confirm (CELERY_BROKER_TRANSPORT_OPTIONS)
+RABBIT_PAUSE = 7.0  # seconds the broker is paused: longer than the confirm timeout
+KEEPING_UP = 20  # ready messages in the persist queue below which its workers are keeping up
 
 
 @dataclass
@@ -46,6 +55,9 @@ class Cluster:
     web: WebServer | None = None
     workers: list[CeleryWorker] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)  # MEMORY_* overrides for every process
+    redis_forgotten: list[float] = field(default_factory=list)  # when Redis restarted empty
+    redis_unreachable: list[tuple[float, float]] = field(default_factory=list)  # when it did not answer
 
     def start(self) -> None:
         self.postgres.start()
@@ -60,16 +72,17 @@ class Cluster:
             MEMORY_QUEUE=QUEUE,
             MEMORY_DERIVED_QUEUE=f"{QUEUE}-derived",
             MEMORY_EMBEDDING_MODEL="",  # no vectors: this measures the write path
-            MEMORY_RETRY_BACKOFF_MAX="2",
-            MEMORY_PERSIST_MAX_RETRIES="40",  # outages here last seconds: retry through them
             MEMORY_REDIS_SOCKET_TIMEOUT=str(REDIS_SOCKET_TIMEOUT),
             MEMORY_RATE_LIMIT="100000000",
             DJANGO_LOG_LEVEL="WARNING",
         )
+        for name in ("MEMORY_RETRY_BACKOFF_MAX", "MEMORY_PERSIST_MAX_RETRIES"):
+            self.env.pop(name, None)  # the service's defaults, unless overridden below
+        self.env.update(self.settings)
         os.environ.update(
             {name: self.env[name] for name in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
         )
-        for name in ("MEMORY_QUEUE", "MEMORY_DERIVED_QUEUE", "MEMORY_EMBEDDING_MODEL", "MEMORY_RATE_LIMIT"):
+        for name in ("MEMORY_QUEUE", "MEMORY_DERIVED_QUEUE", "MEMORY_EMBEDDING_MODEL", "MEMORY_RATE_LIMIT", *self.settings):
             os.environ[name] = self.env[name]
         self._prepare_database()
         self.web = WebServer(env=self.env, name="torture-web", workers=self.web_workers)
@@ -138,15 +151,18 @@ class Cluster:
         return f"SIGKILL gunicorn worker {victim}"
 
     def restart_redis_empty(self, rng: random.Random) -> str:
+        self.redis_forgotten.append(time.time())
         self.redis.restart_empty()
         return "Redis restarted empty"
 
     def pause_redis(self, rng: random.Random, seconds: float = 2.0) -> str:
+        started = time.time()
         self.redis.pause()
         try:
             time.sleep(seconds)
         finally:
             self.redis.resume()
+            self.redis_unreachable.append((started, time.time()))
         return f"Redis paused {seconds:.1f} s (socket timeout {REDIS_SOCKET_TIMEOUT} s)"
 
     def stop_postgres(self, rng: random.Random, seconds: float = 4.0) -> str:
@@ -162,14 +178,129 @@ class Cluster:
         self.rabbit.start()
         return "RabbitMQ restarted"
 
+    def pause_rabbitmq(self, rng: random.Random, seconds: float = RABBIT_PAUSE) -> str:
+        """SIGSTOP the broker for longer than the service's confirm timeout: publishes already sent
+        get no confirm in time (the API must not call them refused), and the broker stores them when
+        it resumes."""
+        self.rabbit.pause()
+        try:
+            time.sleep(seconds)
+        finally:
+            self.rabbit.resume()
+        return f"RabbitMQ paused {seconds:.1f} s (SIGSTOP; the service's confirm timeout is {CONFIRM_TIMEOUT:.0f} s)"
+
+    def stop_rabbitmq_gracefully(self, rng: random.Random, seconds: float = 2.0) -> str:
+        """``rabbitmqctl stop_app``, then ``start_app``: the node closes every connection at once, so
+        publishes in flight (the API's and the workers' retries) lose their confirms."""
+        try:
+            self.rabbit.stop_app()
+            time.sleep(seconds)
+        finally:
+            self.rabbit.start_app()
+        return f"RabbitMQ application stopped {seconds:.1f} s (rabbitmqctl stop_app, start_app)"
+
+    def _workers_consuming(self) -> str:
+        """Wait (a while) until every worker consumes the persist queue again and keeps up with it:
+        after a broker fault they reconnect with a growing backoff, and a PostgreSQL outage tests
+        little while no task runs and retries. Answers how long it waited, for the fault's line."""
+        started = time.monotonic()
+
+        def consuming() -> bool:
+            depth = self.rabbit.depth(QUEUE)
+            return depth is not None and depth[0] <= KEEPING_UP and depth[1] >= len(self.workers)
+
+        try:
+            wait_until(consuming, timeout=30, message="the workers to consume")
+        except AssertionError:
+            return f"; workers not consuming, or not keeping up, after {time.monotonic() - started:.0f} s"
+        waited = time.monotonic() - started
+        return f"; waited {waited:.0f} s for the workers to consume" if waited >= 1 else ""
+
+    def refuse_publishes_during_postgres_outage(self, rng: random.Random) -> str:
+        """PostgreSQL stops; once persist tasks are failing and retrying, the persist queue refuses
+        every publish for a while (the API's, and the workers' retry republishes) while keeping what
+        it holds; publishes are accepted again, then PostgreSQL starts."""
+        waited = self._workers_consuming()
+        self.postgres.stop()
+        try:
+            time.sleep(BEFORE_SECOND_FAULT)
+            self.rabbit.refuse_publishes(QUEUE)
+            try:
+                time.sleep(REFUSAL_SECONDS)
+            finally:
+                moved, dropped = self.rabbit.accept_publishes(QUEUE)
+        finally:
+            self.postgres.start()
+        return (
+            f"PostgreSQL stopped; publishes to {QUEUE} refused {REFUSAL_SECONDS:.0f} s{self._displaced(moved, dropped)}{waited}"
+        )
+
+    def refuse_publishes_across_postgres_restart(self, rng: random.Random) -> str:
+        """As above, but PostgreSQL starts while publishes are still refused: the retries that now
+        succeed and those refused overlap."""
+        waited = self._workers_consuming()
+        try:
+            self.postgres.stop()
+            time.sleep(BEFORE_SECOND_FAULT)
+            self.rabbit.refuse_publishes(QUEUE)
+            time.sleep(REFUSAL_SECONDS / 2)
+        finally:
+            self.postgres.start()
+            try:
+                time.sleep(REFUSAL_SECONDS / 2)
+            finally:
+                moved, dropped = self.rabbit.accept_publishes(QUEUE)
+        return f"PostgreSQL restarted while publishes to {QUEUE} were refused{self._displaced(moved, dropped)}{waited}"
+
+    @staticmethod
+    def _displaced(moved: int, dropped: int) -> str:
+        return (
+            f" ({moved} queued messages set aside and put back; {dropped} rejected by a consumer meanwhile,"
+            " dropped as the broker drops them)"
+        )
+
+    def restart_redis_empty_during_postgres_outage(self, rng: random.Random, seconds: float = 3.0) -> str:
+        """Both stores of idempotency at once: Redis forgets the writes still pending while PostgreSQL
+        cannot be asked which ids it holds."""
+        waited = self._workers_consuming()
+        self.postgres.stop()
+        try:
+            time.sleep(BEFORE_SECOND_FAULT)
+            self.redis_forgotten.append(time.time())
+            self.redis.restart_empty()
+            time.sleep(seconds)
+        finally:
+            self.postgres.start()
+        return (
+            f"PostgreSQL stopped; Redis restarted empty {BEFORE_SECOND_FAULT:.1f} s in; PostgreSQL started "
+            f"{seconds:.1f} s later{waited}"
+        )
+
+    def restart_rabbitmq_during_postgres_outage(self, rng: random.Random) -> str:
+        """The broker restarts while persist tasks are failing and retrying against a stopped PostgreSQL."""
+        waited = self._workers_consuming()
+        self.postgres.stop()
+        try:
+            time.sleep(BEFORE_SECOND_FAULT)
+            self.rabbit.stop()
+            self.rabbit.start()
+        finally:
+            self.postgres.start()
+        return f"PostgreSQL stopped; RabbitMQ restarted meanwhile; PostgreSQL started{waited}"
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.redis.process is None or self.redis.process.poll() is not None:
+            self.redis_forgotten.append(time.time())
             self.redis.start()
         else:
             self.redis.resume()
         if self.rabbit.process is None or self.rabbit.process.poll() is not None:
             self.rabbit.start()
+        else:
+            self.rabbit.resume()
+            self.rabbit.start_app()
+        self.rabbit.accept_publishes(QUEUE)
         self.postgres.start()
         for worker in self.workers:
             if not worker.running:
@@ -179,12 +310,20 @@ class Cluster:
         wait_until(self.web.answers, timeout=60, message="the web server to answer")
 
 
+# In schedule order (round and round): the instant faults, outages and combined faults interleaved,
+# so that a short run reaches the combined ones.
 FAULTS = {
     "kill-worker-process": Cluster.kill_worker_process,
-    "kill-worker": Cluster.kill_worker,
+    "publish-refused-during-postgres-outage": Cluster.refuse_publishes_during_postgres_outage,
     "kill-web-worker": Cluster.kill_web_worker,
+    "rabbitmq-pause": Cluster.pause_rabbitmq,
     "redis-restart-empty": Cluster.restart_redis_empty,
+    "redis-restart-empty-during-postgres-outage": Cluster.restart_redis_empty_during_postgres_outage,
+    "kill-worker": Cluster.kill_worker,
+    "rabbitmq-graceful-stop": Cluster.stop_rabbitmq_gracefully,
     "redis-pause": Cluster.pause_redis,
+    "publish-refused-across-postgres-restart": Cluster.refuse_publishes_across_postgres_restart,
     "postgres-stop": Cluster.stop_postgres,
+    "rabbitmq-restart-during-postgres-outage": Cluster.restart_rabbitmq_during_postgres_outage,
     "rabbitmq-restart": Cluster.restart_rabbitmq,
 }

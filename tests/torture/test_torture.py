@@ -1,6 +1,8 @@
-"""The torture harness, CI-sized: clients over HTTP against gunicorn and two Celery workers while
-every kind of fault is injected once, on servers the harness starts itself; nothing acknowledged is
-lost, duplicated, reordered or shown to another tenant."""
+"""The torture harness, CI-sized: every kind of client over HTTP (in-flight retries, resends of
+acknowledged ids, server-assigned ids, poison, reads) against gunicorn and two Celery workers with
+the service's own retry settings, while the faults that fit in half a minute are injected once, on
+servers the harness starts itself; nothing acknowledged is lost, duplicated, reordered, given a
+second seq or shown to another tenant, nothing refused or poisonous is stored."""
 
 import json
 import os
@@ -9,17 +11,26 @@ import sys
 
 import pytest
 
-from torture.cluster import FAULTS
+from torture.checker import MUST_BE_ZERO
 from torture.processes import ROOT, PrivateRabbit
+
+# The instant faults, then the new ones that fit in the run; ``python -m torture`` runs them all.
+FAULTS = (
+    "kill-worker-process",
+    "kill-web-worker",
+    "publish-refused-during-postgres-outage",
+    "redis-restart-empty-during-postgres-outage",
+    "rabbitmq-pause",
+)
 
 
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(not PrivateRabbit.available(), reason="needs the machine's rabbitmq-server to start a private node")
-def test_every_fault_once_loses_duplicates_reorders_and_leaks_nothing(tmp_path):
+def test_faults_lose_duplicate_reorder_reseq_and_leak_nothing(tmp_path):
     report_path = tmp_path / "torture.json"
     run = subprocess.run(
         [sys.executable, "-m", "torture", "--duration", "30", "--clients", "4", "--tenants", "2", "--conversations", "2"]
-        + ["--interval", "1.5", "--json", str(report_path)],
+        + ["--interval", "1.5", "--faults", ",".join(FAULTS), "--drain-timeout", "120", "--json", str(report_path)],
         cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
         capture_output=True,
@@ -27,11 +38,9 @@ def test_every_fault_once_loses_duplicates_reorders_and_leaks_nothing(tmp_path):
         timeout=540,
     )
     assert report_path.exists(), run.stdout[-3000:] + run.stderr[-3000:]
-    report = json.loads(report_path.read_text())
-    assert run.returncode == 0, run.stdout[-3000:]
-    assert report["ok"]
-    assert report["acknowledged"] > 100
-    assert report["stored"] >= report["acknowledged"]
-    for name in ("lost", "duplicated", "reordered", "seq_mismatch_cache", "vanished", "stale_reads", "phantoms", "cross_tenant"):
-        assert report[name] == 0, report["examples"]
+    report = json.loads(report_path.read_text())["runs"][0]
+    assert report["acknowledged"] > 50  # most of the half minute is spent under faults
+    assert set(report["appends_by_kind"]) == {"client-id", "in-flight", "server-id", "resend", "poison"}
     assert {entry.split(" ")[1].rstrip(":") for entry in report["faults"]} == set(FAULTS)
+    assert {name: report[name] for name in MUST_BE_ZERO if report[name]} == {}, run.stdout[-6000:]
+    assert run.returncode == 0
