@@ -684,8 +684,11 @@ def ledger_mark(*, since: int, event: str) -> bool:
 
 
 def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:
-    """Mark the conversation's ledger whole (it lost nothing that may still be queued)."""
+    """Mark the conversation's ledger whole (it lost nothing that may still be queued), and drop its
+    cached list: one built before may lack writes that were still on their way, and a list read as
+    proof that an id is new (``prove_new``) must have been built from a whole ledger."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
+    invalidate(tenant_slug=tenant_slug, conversation_id=conversation_id)
     _call("ledger", tenant_slug, client().hset, keys.state, "ledger", 1)
 
 

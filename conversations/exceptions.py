@@ -59,7 +59,7 @@ class Unstorable(MemoryServiceError):
         self.reason = reason
         self.advice = advice
 
-    def __reduce__(self) -> tuple:  # keyword-only arguments: copied and pickled by its parts
+    def __reduce__(self) -> tuple:  # keyword-only arguments: copy.copy rebuilds it from its parts
         return _unstorable, (self.field, self.reason, self.advice)
 
     def within(self, prefix: str) -> "Unstorable":

@@ -219,26 +219,20 @@ def message_append(
                 "token_count": tokens.count(content),
             }
         )
+    append = dict(
+        tenant=tenant,
+        conversation_id=conversation_id,
+        messages=prepared,
+        client_ids=client_ids,
+        user_id=user_id,
+        agent_id=agent_id,
+    )
     try:
-        result = _append_through_cache(
-            tenant=tenant,
-            conversation_id=conversation_id,
-            messages=prepared,
-            client_ids=client_ids,
-            user_id=user_id,
-            agent_id=agent_id,
-        )
+        result = _append_through_cache(**append)
     except cache.CacheUnavailable as error:
         logger.warning("append_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         metrics.fallbacks.labels(kind="write_without_cache").inc()
-        result = _append_through_database(
-            tenant=tenant,
-            conversation_id=conversation_id,
-            messages=prepared,
-            client_ids=client_ids,
-            user_id=user_id,
-            agent_id=agent_id,
-        )
+        result = _append_through_database(**append)
     created = [message for message, new in zip(result.messages, result.new, strict=True) if new]
     if created:
         metrics.messages_accepted.labels(tenant=tenant.slug).inc(len(created))
@@ -487,6 +481,10 @@ def _look_up_unknown(*, tenant: Tenant, conversation_id: str, ids: list[str], le
     try:
         stored = _stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=ids)
     except DatabaseError:
+        # A cached list proves only what it was built from: one built before the ledger was whole
+        # may lack writes still on their way. Marking the ledger whole drops the list it had.
+        if not ledger_whole:
+            raise _idempotency_unknown(conversation_id, "PostgreSQL does not answer") from None
         proof = cache.prove_new(tenant_slug=tenant.slug, conversation_id=conversation_id, message_ids=ids)
         if isinstance(proof, dict):
             return {proof["id"]: proof}

@@ -334,3 +334,19 @@ def test_resent_metadata_that_postgresql_gives_back_as_another_number_is_the_sam
     again = append(tenant, "c1", first)
 
     assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
+
+
+def test_a_list_cached_before_the_ledger_was_whole_proves_no_id_new(tenant, transactional_db, monkeypatch):
+    append(tenant, "c1", message("persisted"))
+    run_queued_tasks()
+    restart_redis_empty()
+    services.cache_rebuild(tenant=tenant, conversation_id="c1")  # built while writes may still be on their way
+    cache.ledger_mark(since=cache.ledger_status().since, event="whole_at")
+
+    def unreachable(**_: Any) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(services, "_stored_messages", unreachable)
+    with pytest.raises(ServiceUnavailable) as refused:
+        append(tenant, "c1", message("new while PostgreSQL is down"))
+    assert refused.value.code == "idempotency_unknown"
