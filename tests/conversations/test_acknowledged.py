@@ -43,7 +43,7 @@ def restart_redis_empty() -> None:
 # --- 5.10 Idempotent whatever the cache lost --------------------------------------------------------
 
 
-def test_a_resend_of_a_pending_id_answers_its_first_seq_and_publishes_nothing(tenant, transactional_db):
+def test_a_resend_of_a_pending_id_answers_its_first_seq_and_publishes_nothing(tenant, no_worker):
     first = message("hello")
     acknowledged = append(tenant, "c1", first).messages[0]
     take_queued_tasks()
@@ -55,7 +55,7 @@ def test_a_resend_of_a_pending_id_answers_its_first_seq_and_publishes_nothing(te
     assert take_queued_tasks() == []
 
 
-def test_after_redis_lost_a_queued_write_its_resend_is_refused_until_it_is_persisted(tenant, transactional_db):
+def test_after_redis_lost_a_queued_write_its_resend_is_refused_until_it_is_persisted(tenant, no_worker):
     acknowledged = append(tenant, "c1", first := message("acknowledged, still queued")).messages[0]
     queued = take_queued_tasks()
     restart_redis_empty()
@@ -73,7 +73,7 @@ def test_after_redis_lost_a_queued_write_its_resend_is_refused_until_it_is_persi
     assert stored(tenant) == [(first["id"], acknowledged["seq"])]
 
 
-def test_a_write_without_an_id_is_taken_at_once_after_redis_lost_its_ledger(tenant, transactional_db):
+def test_a_write_without_an_id_is_taken_at_once_after_redis_lost_its_ledger(tenant, no_worker):
     restart_redis_empty()
 
     result = services.message_append(tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "x"}])
@@ -81,7 +81,7 @@ def test_a_write_without_an_id_is_taken_at_once_after_redis_lost_its_ledger(tena
     assert result.created is True
 
 
-def test_the_ledger_is_whole_again_once_the_barrier_is_reached_and_the_slack_has_passed(tenant, transactional_db):
+def test_the_ledger_is_whole_again_once_the_barrier_is_reached_and_the_slack_has_passed(tenant, no_worker):
     restart_redis_empty()
     with pytest.raises(ServiceUnavailable):
         append(tenant, "c1", message("first after the loss"))
@@ -97,7 +97,7 @@ def test_the_ledger_is_whole_again_once_the_barrier_is_reached_and_the_slack_has
     assert result.created is True
 
 
-def test_the_first_ledger_a_deployment_begins_is_whole_at_once(tenant, transactional_db):
+def test_the_first_ledger_a_deployment_begins_is_whole_at_once(tenant, no_worker):
     get_redis_connection("default").flushdb()  # a new Redis, in a deployment that never had a ledger
     assert not LedgerEpoch.objects.exists()
 
@@ -105,7 +105,7 @@ def test_the_first_ledger_a_deployment_begins_is_whole_at_once(tenant, transacti
     assert LedgerEpoch.objects.count() == 1
 
 
-def test_a_worker_waiting_for_postgresql_puts_its_writes_back_in_a_ledger_redis_lost(tenant, transactional_db):
+def test_a_worker_waiting_for_postgresql_puts_its_writes_back_in_a_ledger_redis_lost(tenant, no_worker):
     acknowledged = append(tenant, "c1", first := message("waiting")).messages[0]
     payload = take_queued_tasks()[0][1]
     restart_redis_empty()
@@ -116,7 +116,7 @@ def test_a_worker_waiting_for_postgresql_puts_its_writes_back_in_a_ledger_redis_
     assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
 
 
-def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant, transactional_db, monkeypatch):
+def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant, no_worker, monkeypatch):
     """The client gave up on the first attempt (its timeout is shorter than the publish), and its
     retry came while the first still waited for the broker, after the append lock expired."""
     publishing, finish = threading.Event(), threading.Event()
@@ -145,7 +145,7 @@ def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant,
     assert stored(tenant) == [(first["id"], retry.messages[0]["seq"])]
 
 
-def test_the_same_id_with_other_content_is_a_conflict_even_before_it_is_confirmed(tenant, transactional_db):
+def test_the_same_id_with_other_content_is_a_conflict_even_before_it_is_confirmed(tenant, no_worker):
     first = message("one")
     append(tenant, "c1", first)
 
@@ -153,7 +153,7 @@ def test_the_same_id_with_other_content_is_a_conflict_even_before_it_is_confirme
         append(tenant, "c1", first | {"content": "another"})
 
 
-def test_with_postgresql_unreachable_a_complete_cached_list_proves_a_client_id_new(tenant, transactional_db, monkeypatch):
+def test_with_postgresql_unreachable_a_complete_cached_list_proves_a_client_id_new(tenant, no_worker, monkeypatch):
     append(tenant, "c1", message("cached"))
     run_queued_tasks()
 
@@ -170,7 +170,7 @@ def test_with_postgresql_unreachable_a_complete_cached_list_proves_a_client_id_n
 # --- 5.11 An honest 503 ----------------------------------------------------------------------------
 
 
-def test_a_lost_confirm_is_indeterminate_and_a_resend_with_its_ids_keeps_their_seqs(api, tenant, transactional_db, monkeypatch):
+def test_a_lost_confirm_is_indeterminate_and_a_resend_with_its_ids_keeps_their_seqs(api, tenant, no_worker, monkeypatch):
     send = services._send_task
 
     def sent_then_lost(task: Any, args: list[Any]) -> None:
@@ -197,7 +197,7 @@ def test_a_lost_confirm_is_indeterminate_and_a_resend_with_its_ids_keeps_their_s
     assert stored(tenant) == [(assigned["id"], assigned["seq"])]
 
 
-def test_a_refused_publish_drops_its_reservation_and_a_resend_is_new(tenant, transactional_db, monkeypatch):
+def test_a_refused_publish_drops_its_reservation_and_a_resend_is_new(tenant, no_worker, monkeypatch):
     def refused(task: Any, args: list[Any]) -> None:
         raise ConnectionRefusedError("broker down")
 
@@ -231,7 +231,7 @@ def test_a_confirm_lost_while_waiting_is_indeterminate_and_a_write_failure_is_no
 
 
 def test_a_task_waits_in_place_while_postgresql_is_unreachable_and_persists_when_it_returns(
-    tenant, transactional_db, monkeypatch
+    tenant, no_worker, monkeypatch
 ):
     acknowledged = append(tenant, "c1", message("during the outage")).messages[0]
     payload = take_queued_tasks()[0][1]
@@ -255,7 +255,7 @@ def test_a_task_waits_in_place_while_postgresql_is_unreachable_and_persists_when
     assert not DeadLetter.unscoped.exists()  # any tenant
 
 
-def test_a_task_held_too_long_goes_back_to_the_broker_and_is_never_dropped(tenant, transactional_db, monkeypatch):
+def test_a_task_held_too_long_goes_back_to_the_broker_and_is_never_dropped(tenant, no_worker, monkeypatch):
     append(tenant, "c1", message("held"))
     payload = take_queued_tasks()[0][1]
 
@@ -272,7 +272,7 @@ def test_a_task_held_too_long_goes_back_to_the_broker_and_is_never_dropped(tenan
     assert not DeadLetter.unscoped.exists()  # any tenant
 
 
-def test_a_payload_the_database_refuses_is_dead_lettered_at_once(tenant, transactional_db, monkeypatch):
+def test_a_payload_the_database_refuses_is_dead_lettered_at_once(tenant, no_worker, monkeypatch):
     append(tenant, "c1", message("refused by PostgreSQL"))
     payload = take_queued_tasks()[0][1]
     calls = []
@@ -289,7 +289,7 @@ def test_a_payload_the_database_refuses_is_dead_lettered_at_once(tenant, transac
 
 
 @pytest.mark.parametrize("poison", ["\x00", "\ud800", float("inf"), float("nan")])
-def test_a_dead_letter_is_recorded_whatever_its_payload_holds(tenant, transactional_db, poison):
+def test_a_dead_letter_is_recorded_whatever_its_payload_holds(tenant, no_worker, poison):
     payload = {
         "tenant_id": tenant.pk,
         "tenant_slug": tenant.slug,
@@ -317,7 +317,7 @@ def test_a_dead_letter_is_recorded_whatever_its_payload_holds(tenant, transactio
         {"metadata": {"\x00key": 1}},
     ],
 )
-def test_an_unstorable_append_is_refused_before_anything_is_written(tenant, transactional_db, hostile):
+def test_an_unstorable_append_is_refused_before_anything_is_written(tenant, no_worker, hostile):
     with pytest.raises(Unstorable):
         append(tenant, "c1", message("x") | hostile)
 
@@ -325,7 +325,7 @@ def test_an_unstorable_append_is_refused_before_anything_is_written(tenant, tran
     assert list(get_redis_connection("default").scan_iter(match=f"{tenant.slug}:c1:*")) == []
 
 
-def test_resent_metadata_that_postgresql_gives_back_as_another_number_is_the_same_message(tenant, transactional_db):
+def test_resent_metadata_that_postgresql_gives_back_as_another_number_is_the_same_message(tenant, no_worker):
     first = message("big number", metadata={"x": 1e23, "y": 2.5})
     acknowledged = append(tenant, "c1", first).messages[0]
     run_queued_tasks()
@@ -336,7 +336,7 @@ def test_resent_metadata_that_postgresql_gives_back_as_another_number_is_the_sam
     assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
 
 
-def test_a_list_cached_before_the_ledger_was_whole_proves_no_id_new(tenant, transactional_db, monkeypatch):
+def test_a_list_cached_before_the_ledger_was_whole_proves_no_id_new(tenant, no_worker, monkeypatch):
     append(tenant, "c1", message("persisted"))
     run_queued_tasks()
     restart_redis_empty()
