@@ -13,7 +13,8 @@ Keys, all built by :func:`key`:
 * ``<tenant>:<conv>:rebuild``       the rebuild lock (one rebuild per conversation at a time)
 * ``<tenant>:<conv>:context:<hash>`` a built context (seed 001), valid only at the version it was built at
 * ``memory:ledger``                 hash ``since`` (when this Redis began keeping pending writes),
-                                    ``barrier_at``, ``drained_at``: see ``ledger_status``
+                                    ``barrier_at``, ``drained_at``, ``disturbed_at``, ``whole_at``:
+                                    see ``ledger_status``
 
 Together, ``reserved``, ``pending`` and the message keys are the ledger of writes not yet known to
 be persisted: what tells a resend of an acknowledged id from a new message. The state hash's
@@ -346,7 +347,8 @@ return {1}
 """
 
 # The ledger's state in this Redis (see ``ledger_status``), created with ``since`` = now if missing.
-# KEYS: ledger   Returns {since, barrier_at or '', drained_at or '', whole_at or '', now, 1 if begun now}.
+# KEYS: ledger   Returns {since, barrier_at or '', drained_at or '', whole_at or '', now, 1 if begun now,
+# disturbed_at or ''}.
 LEDGER = """
 local t = redis.call('TIME')
 local now = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
@@ -358,15 +360,30 @@ if not since then
   begun = 1
 end
 return {since, redis.call('HGET', KEYS[1], 'barrier_at') or '', redis.call('HGET', KEYS[1], 'drained_at') or '',
-        redis.call('HGET', KEYS[1], 'whole_at') or '', now, begun}
+        redis.call('HGET', KEYS[1], 'whole_at') or '', now, begun, redis.call('HGET', KEYS[1], 'disturbed_at') or ''}
 """
 
-# Record a ledger event (ARGV[2]: barrier_at or drained_at) at Redis time, if the ledger is still the
-# one that began at ARGV[1]. KEYS: ledger
+# Record a ledger event (ARGV[2]: barrier_at, drained_at or whole_at) at Redis time, if the ledger is
+# still the one that began at ARGV[1] and, given ARGV[3], its current barrier is that one (a barrier
+# published before the last disturbance proves nothing). Returns the time recorded, or 0.
+# KEYS: ledger
 LEDGER_MARK = """
 if redis.call('HGET', KEYS[1], 'since') ~= ARGV[1] then return 0 end
+if ARGV[3] and redis.call('HGET', KEYS[1], 'barrier_at') ~= ARGV[3] then return 0 end
 local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], ARGV[2], string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('HSET', KEYS[1], ARGV[2], string.format('%d', now))
+return now
+"""
+
+# A persist message may have gone back to the broker (a worker lost its connection or a pool process,
+# a message was requeued): a barrier reached before proves nothing about it. Unless the ledger is
+# already whole, the drain is forgotten and a new barrier must be reached. KEYS: ledger
+LEDGER_DISTURB = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'whole_at') == 1 then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'disturbed_at', string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2])))
+redis.call('HDEL', KEYS[1], 'drained_at')
 return 1
 """
 
@@ -525,6 +542,7 @@ class _Scripts:
             "PROVE_NEW",
             "LEDGER",
             "LEDGER_MARK",
+            "LEDGER_DISTURB",
             "SNAPSHOT",
             "INSTALL",
             "WINDOW",
@@ -654,20 +672,24 @@ LEDGER_KEY = "memory:ledger"
 @dataclass(frozen=True)
 class LedgerStatus:
     """This Redis's ledger of pending writes: since when it is kept (``since``, microseconds: a Redis
-    that restarted empty starts a new one), when a barrier was published behind every persist task
-    queued before it, and when a worker reached that barrier; all in Redis time, microseconds."""
+    that restarted empty starts a new one), when the current barrier was published behind every
+    persist task queued before it, when a worker reached that barrier, and when a persist message
+    last went back to the broker (``disturbed_at``: the drain is void from then on); all in Redis
+    time, microseconds."""
 
     since: int
     barrier_at: int | None
     drained_at: int | None
-    whole_at: int | None  # whole from its start (the first ledger of a deployment)
+    whole_at: int | None  # whole for every conversation (the first ledger of a deployment, or drained)
     now: int
     begun_now: bool
+    disturbed_at: int | None = None
 
 
 def ledger_status() -> LedgerStatus:
     """The ledger's state, begun now if this Redis has none (it restarted empty, or is new)."""
-    since, barrier_at, drained_at, whole_at, now, begun = _call("ledger", "-", _scripts().ledger, keys=[LEDGER_KEY], args=[])
+    reply = _call("ledger", "-", _scripts().ledger, keys=[LEDGER_KEY], args=[])
+    since, barrier_at, drained_at, whole_at, now, begun, disturbed_at = reply
     return LedgerStatus(
         since=int(since),
         barrier_at=int(barrier_at) if barrier_at else None,
@@ -675,12 +697,21 @@ def ledger_status() -> LedgerStatus:
         whole_at=int(whole_at) if whole_at else None,
         now=int(now),
         begun_now=bool(int(begun)),
+        disturbed_at=int(disturbed_at) if disturbed_at else None,
     )
 
 
-def ledger_mark(*, since: int, event: str) -> bool:
-    """Record ``event`` (``barrier_at``, ``drained_at`` or ``whole_at``) now, if the ledger begun at ``since`` is still this Redis's."""
-    return bool(_call("ledger", "-", _scripts().ledger_mark, keys=[LEDGER_KEY], args=[since, event]))
+def ledger_mark(*, since: int, event: str, barrier: int | None = None) -> int:
+    """Record ``event`` (``barrier_at``, ``drained_at`` or ``whole_at``) now, if the ledger begun at
+    ``since`` is still this Redis's and, given ``barrier``, that barrier is still the current one.
+    Returns the time recorded (Redis time, microseconds), or 0."""
+    args: list[Any] = [since, event] if barrier is None else [since, event, barrier]
+    return int(_call("ledger", "-", _scripts().ledger_mark, keys=[LEDGER_KEY], args=args))
+
+
+def ledger_disturb() -> bool:
+    """A persist message may have gone back to the broker: void the drain of a ledger not yet whole."""
+    return bool(_call("ledger", "-", _scripts().ledger_disturb, keys=[LEDGER_KEY], args=[]))
 
 
 def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:

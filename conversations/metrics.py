@@ -41,6 +41,11 @@ persist_retries = Counter(
 persist_requeued = Counter(
     "memory_persist_requeued_total", "Persist messages handed back to the broker after waiting too long for the database."
 )
+ledger_disturbances = Counter(
+    "memory_ledger_disturbances_total",
+    "Persist messages that may have gone back to the broker while a ledger Redis lost was not whole yet.",
+    ["why"],
+)
 persist_lag = Histogram(
     "memory_persist_lag_seconds",
     "Time from acknowledgement to committed row.",

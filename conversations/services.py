@@ -515,36 +515,55 @@ def ledger_is_whole(*, tenant: Tenant, conversation_id: str) -> bool:
     A Redis that restarts empty loses the pending and reserved writes: an id of one of them, resent,
     would look new. They are still in the broker (queued, or held by a worker waiting for
     PostgreSQL). The ledger is whole again once a barrier task published after the loss was reached
-    by a worker (every message queued before it was delivered) and ``MEMORY_RETRY_BACKOFF_MAX`` and
-    a few seconds more have passed since: a worker holding an older message has tried it again by
-    then, and either committed it or put it back among the pending writes (``messages_reassert_pending``).
-    The first append to see the ledger unbegun begins it and publishes the barrier; one that finds
-    the barrier unpublished (or long unreached) publishes it again. Once whole, the conversation's
-    state says so, and this is not asked again for it.
+    by a worker (every message queued before it was delivered) and both ``MEMORY_RETRY_BACKOFF_MAX``
+    plus a few seconds since the loss and a few seconds since the drain have passed: a worker holding
+    an older message has tried it again by then, and either committed it or put it back among the
+    pending writes (``messages_reassert_pending``).
+
+    A message delivered before the barrier can go back to the broker after it: a worker lost its
+    broker connection or a pool process, or handed back a message it held too long. Each of these
+    disturbs the ledger (``ledger_disturbed``): the drain is void and a new barrier, published
+    behind the returned messages, must be reached. The first append to see the ledger unbegun begins
+    it and publishes the barrier; one that finds the barrier unpublished, long unreached or older
+    than the last disturbance publishes a new one. Once whole, the ledger says so for every
+    conversation (a later disturbance concerns writes this ledger holds), and each conversation's
+    state says so too, so this is not asked again for it.
     """
     status = cache.ledger_status()
     if status.begun_now:
         _ledger_begun(status)
         status = cache.ledger_status()
     slack = (settings.MEMORY_RETRY_BACKOFF_MAX + LEDGER_SLACK_SECONDS) * 1_000_000
-    if status.whole_at is not None or (
-        status.drained_at is not None and status.now >= max(status.drained_at, status.since + slack)
-    ):
+    drained = status.drained_at is not None and status.now >= max(
+        status.drained_at + LEDGER_SLACK_SECONDS * 1_000_000, status.since + slack
+    )
+    if status.whole_at is not None or drained:
+        if status.whole_at is None:
+            cache.ledger_mark(since=status.since, event="whole_at")
+            logger.info("ledger_whole", since=status.since)
         cache.ledger_whole(tenant_slug=tenant.slug, conversation_id=conversation_id)
         return True
-    if status.drained_at is None and (status.barrier_at is None or status.now - status.barrier_at > slack):
+    stale = (
+        status.barrier_at is None
+        or status.now - status.barrier_at > slack
+        or (status.disturbed_at is not None and status.barrier_at <= status.disturbed_at)
+    )
+    if status.drained_at is None and stale:
         from conversations import tasks
 
-        try:
-            publish_args(tasks.ledger_barrier, status.since)
-            cache.ledger_mark(since=status.since, event="barrier_at")
-            logger.info("ledger_barrier_published", since=status.since)
-        except ServiceUnavailable as error:
-            logger.warning("ledger_barrier_unpublished", since=status.since, error=error.message)
+        # Recorded before it is published, so the worker that reaches it finds it current.
+        barrier = cache.ledger_mark(since=status.since, event="barrier_at")
+        if barrier:
+            try:
+                publish_args(tasks.ledger_barrier, status.since, barrier)
+                logger.info("ledger_barrier_published", since=status.since, barrier=barrier)
+            except ServiceUnavailable as error:
+                logger.warning("ledger_barrier_unpublished", since=status.since, error=error.message)
     return False
 
 
-# Seconds a persist statement in flight when Redis lost the ledger may still take.
+# Seconds a persist statement in flight when Redis lost the ledger may still take, and seconds a
+# message delivered just before the barrier may take to be committed or put back among the pending.
 LEDGER_SLACK_SECONDS = 5
 
 
@@ -565,14 +584,48 @@ def _ledger_begun(status: cache.LedgerStatus) -> None:
     logger.info("ledger_begun", since=status.since, first=first)
 
 
-def ledger_barrier_reached(*, since: int) -> bool:
-    """A worker reached the barrier published for the ledger begun at ``since``."""
+def ledger_barrier_reached(*, since: int, barrier: int | None = None) -> bool:
+    """A worker reached the barrier ``barrier`` published for the ledger begun at ``since``; it counts
+    only if no disturbance replaced it since (a barrier of an older release, without ``barrier``,
+    never counts: a new one is published)."""
+    if barrier is None:
+        return False
     try:
-        reached = cache.ledger_mark(since=since, event="drained_at")
+        reached = bool(cache.ledger_mark(since=since, event="drained_at", barrier=barrier))
     except cache.CacheUnavailable:
         return False  # Redis restarted again: its ledger needs a barrier of its own
-    logger.info("ledger_barrier_reached", since=since, current=reached)
+    logger.info("ledger_barrier_reached", since=since, barrier=barrier, current=reached)
     return reached
+
+
+def ledger_disturbed(*, why: str) -> bool | None:
+    """A persist message may have gone back to the broker (``why``): a ledger not yet whole needs a
+    new barrier. Returns whether it was recorded (False: the ledger is whole or not begun, nothing
+    to void), or None when Redis does not answer."""
+    try:
+        disturbed = cache.ledger_disturb()
+    except cache.CacheUnavailable as error:
+        logger.warning("ledger_disturbance_unrecorded", why=why, error=str(error))
+        return None
+    if disturbed:
+        logger.info("ledger_disturbed", why=why)
+        metrics.ledger_disturbances.labels(why=why).inc()
+    return disturbed
+
+
+def ledger_disturbed_soon(*, why: str) -> threading.Thread:
+    """``ledger_disturbed`` from a thread of its own, tried again each second while Redis does not
+    answer (for at most ``MEMORY_PERSIST_HOLD`` seconds): for a worker's main process, whose event
+    loop must not wait on Redis."""
+
+    def report() -> None:
+        deadline = time.monotonic() + settings.MEMORY_PERSIST_HOLD
+        while ledger_disturbed(why=why) is None and time.monotonic() < deadline:
+            time.sleep(1.0)
+
+    thread = threading.Thread(target=report, name=f"ledger-disturbed-{why}", daemon=True)
+    thread.start()
+    return thread
 
 
 def messages_reassert_pending(*, payload: dict[str, Any]) -> None:

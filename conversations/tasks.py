@@ -27,7 +27,9 @@ from typing import Any
 
 import structlog
 from celery import Task, shared_task
+from billiard.exceptions import WorkerLostError
 from celery.exceptions import Reject
+from celery.worker.request import Request
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
@@ -101,6 +103,7 @@ def _hold(task: Task, pause: float, *, holding_since: float, conversation_id: An
     if time.monotonic() + pause - holding_since > settings.MEMORY_PERSIST_HOLD:
         logger.warning("persist_requeued", task=task.name, conversation_id=conversation_id, held_seconds=round(pause, 1))
         metrics.persist_requeued.inc()
+        services.ledger_disturbed(why="requeued")
         raise Reject("held too long; delivered again later", requeue=True)
     time.sleep(pause)
 
@@ -123,16 +126,40 @@ def _reassert(payload: dict[str, Any]) -> None:
     services.messages_reassert_pending(payload=payload)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=0, name="conversations.tasks.messages_persist")
+class PersistRequest(Request):
+    """A persist task's request in the worker's main process: a pool process lost while it ran hands
+    its message back to the broker (``reject_on_worker_lost``), which disturbs the ledger."""
+
+    def on_failure(self, exc_info: Any, send_failed_event: bool = True, return_ok: bool = False) -> None:
+        super().on_failure(exc_info, send_failed_event=send_failed_event, return_ok=return_ok)
+        if isinstance(exc_info.exception, WorkerLostError):  # requeued by now: a new barrier comes behind it
+            services.ledger_disturbed_soon(why="worker_lost")
+
+
+class PersistTask(Task):
+    """The persist tasks: acknowledged late, handed back if the pool process running them is lost,
+    never retried by Celery (``persist_durably`` decides), and watched for the ledger's sake."""
+
+    Request = PersistRequest
+    acks_late = True
+    reject_on_worker_lost = True
+    max_retries = 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if (self.request.delivery_info or {}).get("redelivered"):
+            # Delivered before and handed back: it may have passed a ledger barrier meanwhile.
+            services.ledger_disturbed(why="redelivered")
+        return super().__call__(*args, **kwargs)
+
+
+@shared_task(bind=True, base=PersistTask, name="conversations.tasks.messages_persist")
 def messages_persist(self: Task, payload: dict[str, Any]) -> None:
     """One acknowledged write, persisted together with those of the tasks running beside it in this
     worker (``services.PersistCommits``); its errors are its own."""
     return persist_durably(self, services.persist_commits.persist, payload, while_waiting=_reassert)
 
 
-@shared_task(
-    bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=0, name="conversations.tasks.messages_persist_many"
-)
+@shared_task(bind=True, base=PersistTask, name="conversations.tasks.messages_persist_many")
 def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     """Payloads of concurrent appends, published together (``services.PersistGroup``).
 
@@ -151,15 +178,15 @@ def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     return len(payloads) - len(failed)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=0, name="conversations.tasks.memory_persist")
+@shared_task(bind=True, base=PersistTask, name="conversations.tasks.memory_persist")
 def memory_persist(self: Task, payload: dict[str, Any]) -> bool | None:
     return persist_durably(self, services.memory_persist, payload)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=0, name="conversations.tasks.ledger_barrier")
-def ledger_barrier(self: Task, since: int) -> bool:
-    """Reached once every persist message published before it was delivered (see ``services.ledger_status``)."""
-    return services.ledger_barrier_reached(since=since)
+def ledger_barrier(self: Task, since: int, barrier: int | None = None) -> bool:
+    """Reached once every persist message published before it was delivered (see ``services.ledger_is_whole``)."""
+    return services.ledger_barrier_reached(since=since, barrier=barrier)
 
 
 @shared_task(acks_late=True, name="conversations.tasks.cache_rebuild")

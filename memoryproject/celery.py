@@ -2,13 +2,29 @@
 
 import os
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.local")
 
 app = Celery("memoryproject")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+class LedgerDisturbance(bootsteps.StartStopStep):
+    """Each time the worker's consumer starts (the worker started, or its broker connection came
+    back), the persist messages it held before were handed back to the broker: the ledger of pending
+    writes, if Redis lost it and it is not whole yet, needs a new barrier behind them."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, parent: object) -> None:
+        from conversations import services
+
+        services.ledger_disturbed_soon(why="worker_connected")
+
+
+app.steps["consumer"].add(LedgerDisturbance)
 
 
 @signals.task_prerun.connect

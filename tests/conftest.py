@@ -204,7 +204,9 @@ def take_queued_tasks(queue: str | None = None) -> list[tuple[str, Any]]:
         channel = broker.default_channel
         while (message := channel.basic_get(queue, no_ack=True)) is not None:
             args, _kwargs, _embed = json.loads(message.body)
-            tasks.append((message.headers["task"], args[0] if queue == settings.MEMORY_QUEUE else args))
+            name = message.headers["task"]
+            barrier = name == "conversations.tasks.ledger_barrier"
+            tasks.append((name, args[0] if queue == settings.MEMORY_QUEUE and not barrier else args))
     return tasks
 
 
@@ -216,7 +218,7 @@ def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
         if name == "conversations.tasks.messages_persist_many":  # payloads of concurrent appends
             run_tasks([("conversations.tasks.messages_persist", each) for each in payload])
         elif name == "conversations.tasks.ledger_barrier":
-            services.ledger_barrier_reached(since=payload)
+            services.ledger_barrier_reached(since=payload[0], barrier=payload[1] if len(payload) > 1 else None)
         else:
             getattr(services, TASK_SERVICES[name])(payload=payload)
 

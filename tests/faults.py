@@ -9,6 +9,7 @@ from torture.processes import (
     ServiceProcess,
     TcpProxy,
     WebServer,
+    children,
     free_port,
     wait_until,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "ServiceProcess",
     "TcpProxy",
     "WebServer",
+    "children",
     "free_port",
     "wait_until",
 ]

@@ -97,6 +97,70 @@ def test_the_ledger_is_whole_again_once_the_barrier_is_reached_and_the_slack_has
     assert result.created is True
 
 
+def barriers_queued() -> list[tuple[str, Any]]:
+    return [task for task in take_queued_tasks() if task[0] == "conversations.tasks.ledger_barrier"]
+
+
+def no_slack() -> Any:
+    """The ledger's slack (backoff max and a few seconds) set to nothing, so a test need not wait it."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(services, "LEDGER_SLACK_SECONDS", 0)
+    return patch
+
+
+@override_settings(MEMORY_RETRY_BACKOFF_MAX=1)
+def test_a_message_handed_back_to_the_broker_after_the_barrier_voids_the_drain(tenant, no_worker):
+    # Delivered before the barrier, then back in the queue behind it (a worker lost its broker
+    # connection or a pool process): the barrier proves nothing about it any more.
+    acknowledged = append(tenant, "c1", first := message("held by a worker that is then lost")).messages[0]
+    queued = take_queued_tasks()
+    restart_redis_empty()
+    patch = no_slack()
+    try:
+        with pytest.raises(ServiceUnavailable):
+            append(tenant, "c1", message("first after the loss"))
+        first_barrier = barriers_queued()
+        run_tasks(first_barrier)
+        assert services.ledger_disturbed(why="worker_lost") is True
+
+        time.sleep(1.1)  # the slack passed: neither the old barrier nor the time makes it whole now
+        with pytest.raises(ServiceUnavailable) as refused:
+            append(tenant, "c1", first)
+        assert refused.value.code == "idempotency_unknown"
+        second_barrier = barriers_queued()  # published behind the handed-back message
+        assert len(second_barrier) == 1 and second_barrier[0][1] != first_barrier[0][1]
+        run_tasks(first_barrier)  # the old barrier reached again (redelivered): not the current one
+        with pytest.raises(ServiceUnavailable):
+            append(tenant, "c1", first)
+        assert barriers_queued() == []
+
+        run_tasks(queued)  # the handed-back message is persisted, then the new barrier reached
+        run_tasks(second_barrier)
+        again = append(tenant, "c1", first)
+    finally:
+        patch.undo()
+    assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
+    assert stored(tenant) == [(first["id"], acknowledged["seq"])]
+
+
+@override_settings(MEMORY_RETRY_BACKOFF_MAX=0)
+def test_once_the_ledger_is_whole_a_disturbance_changes_nothing(tenant, no_worker):
+    restart_redis_empty()
+    patch = no_slack()
+    try:
+        with pytest.raises(ServiceUnavailable):
+            append(tenant, "c1", message("first after the loss"))
+        run_tasks(barriers_queued())
+        time.sleep(0.01)
+        assert append(tenant, "c1", message("whole now")).created is True
+        assert cache.ledger_status().whole_at is not None
+
+        assert services.ledger_disturbed(why="worker_connected") is False
+        assert append(tenant, "c2", message("another conversation, first write since")).created is True
+    finally:
+        patch.undo()
+
+
 def test_the_first_ledger_a_deployment_begins_is_whole_at_once(tenant, no_worker):
     get_redis_connection("default").flushdb()  # a new Redis, in a deployment that never had a ledger
     assert not LedgerEpoch.objects.exists()

@@ -2,6 +2,8 @@
 down, Redis flushed or restarted, PostgreSQL unreachable, a worker killed mid-task, a task that
 keeps failing. Every fault acts on a process or proxy the test starts itself."""
 
+import os
+import signal
 import socket
 import subprocess
 import threading
@@ -20,11 +22,11 @@ from django.db import OperationalError, connection
 from django.test import override_settings
 from django_redis import get_redis_connection
 
-from conversations import services, tasks
-from conversations.models import Conversation, DeadLetter, Message, Tombstone, tombstone_key
+from conversations import cache, services, tasks
+from conversations.models import Conversation, DeadLetter, LedgerEpoch, Message, Tombstone, tombstone_key
 from memoryproject.celery import app as celery_app
 from tests.conftest import run_queued_tasks, wait_for_rows
-from tests.faults import CeleryWorker, PrivateRedis, TcpProxy, wait_until
+from tests.faults import CeleryWorker, PrivateRedis, TcpProxy, children, wait_until
 
 
 def append(api: Any, conversation_id: str, content: str, **extra: Any) -> Any:
@@ -433,6 +435,65 @@ def test_a_thread_pool_worker_keeps_consuming_after_a_broker_reconnect_with_task
         assert Message.objects.for_tenant(tenant).filter(conversation__conversation_id__in=held).count() == 4
         # Lost once, at the cut: not again for a frame torn between two threads (UnexpectedFrame).
         assert log_since(worker, offset).count("Connection to broker lost") == 1, log_since(worker, offset)
+    finally:
+        worker.stop()
+
+
+# --- 10. The ledger after Redis lost it: a message handed back to the broker voids the drain ------
+
+
+def ledger_lost_and_drained() -> None:
+    """Redis restarted empty, its new ledger's barrier already reached, the slack not yet passed."""
+    LedgerEpoch.objects.get_or_create(since=1)
+    get_redis_connection("default").flushdb()
+    status = cache.ledger_status()
+    barrier = cache.ledger_mark(since=status.since, event="barrier_at")
+    assert cache.ledger_mark(since=status.since, event="drained_at", barrier=barrier)
+
+
+def ledger_disturbed() -> bool:
+    status = cache.ledger_status()
+    return status.disturbed_at is not None and status.drained_at is None
+
+
+def test_a_pool_process_lost_mid_task_disturbs_a_ledger_redis_lost(api, tenant, worker):
+    assert api.post("/api/v1/conversations/", {"conversation_id": "lost"}, format="json").status_code == 201
+    db = connection.settings_dict
+    dsn = f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} user={db['USER']} dbname={db['NAME']}"
+    with psycopg.connect(dsn) as blocker:
+        blocker.execute("SELECT 1 FROM conversation_memories WHERE conversation_id = 'lost' FOR UPDATE")
+        assert append(api, "lost", "in the pool process that dies").status_code == 201
+
+        def worker_is_blocked_mid_task() -> bool:
+            with psycopg.connect(dsn, autocommit=True) as probe:
+                row = probe.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", [db["NAME"]]
+                ).fetchone()
+                return row[0] > 0
+
+        wait_until(worker_is_blocked_mid_task, message="the worker to be inside the persist task")
+        ledger_lost_and_drained()
+        for pid in children(worker.process.pid):  # the pool process only: the worker lives on
+            os.kill(pid, signal.SIGKILL)
+        wait_until(ledger_disturbed, message="the worker to report the message it handed back")
+        blocker.rollback()
+    wait_for_rows(Message, tenant, 1)
+
+
+@pytest.mark.worker
+def test_a_worker_that_reconnects_to_the_broker_disturbs_a_ledger_redis_lost(worker_env, no_worker, broker_proxy):
+    broker = urlsplit(settings.CELERY_BROKER_URL)
+    proxied = urlunsplit(broker._replace(netloc=f"{broker.username}:{broker.password}@127.0.0.1:{broker_proxy.port}"))
+    worker = CeleryWorker(env={**worker_env, "CELERY_BROKER_URL": proxied}, name="ledger", pool="threads", concurrency=2)
+    worker.start()
+    try:
+        ledger_lost_and_drained()
+        offset = worker.log_path.stat().st_size
+        broker_proxy.cut()
+        wait_until(lambda: "Connection to broker lost" in log_since(worker, offset), message="the worker to lose the broker")
+        assert not ledger_disturbed()
+        broker_proxy.restore()
+        wait_until(ledger_disturbed, message="the worker, connected again, to report what its lost channel handed back")
     finally:
         worker.stop()
 
