@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from celery import Task, shared_task
 from billiard.exceptions import WorkerLostError
+from celery import Task, shared_task
 from celery.exceptions import Reject
 from celery.worker.request import Request
 from django.conf import settings

@@ -684,8 +684,8 @@ def _check_reads(
                 if seq >= floor and content not in later_contents:
                     report.note(
                         "vanished",
-                        f"{content} (seq {seq}) seen at {_clock(earlier.started)} ({earlier.source}), then missing from"
-                        f" the window read at {_clock(later.started)} ({later.source}, {len(later.messages)} messages"
+                        f"{content} (seq {seq}) seen at {clock(earlier.started)} ({earlier.source}), then missing from"
+                        f" the window read at {clock(later.started)} ({later.source}, {len(later.messages)} messages"
                         f" from seq {later.messages[0][1] if later.messages else '-'})",
                         of=messages.get(content),
                     )

@@ -128,7 +128,8 @@ def test_a_message_handed_back_to_the_broker_after_the_barrier_voids_the_drain(t
             append(tenant, "c1", first)
         assert refused.value.code == "idempotency_unknown"
         second_barrier = barriers_queued()  # published behind the handed-back message
-        assert len(second_barrier) == 1 and second_barrier[0][1] != first_barrier[0][1]
+        assert len(second_barrier) == 1
+        assert second_barrier[0][1] != first_barrier[0][1]
         run_tasks(first_barrier)  # the old barrier reached again (redelivered): not the current one
         with pytest.raises(ServiceUnavailable):
             append(tenant, "c1", first)
@@ -294,9 +295,7 @@ def test_a_confirm_lost_while_waiting_is_indeterminate_and_a_write_failure_is_no
 # --- 5.7 No silent loss ----------------------------------------------------------------------------
 
 
-def test_a_task_waits_in_place_while_postgresql_is_unreachable_and_persists_when_it_returns(
-    tenant, no_worker, monkeypatch
-):
+def test_a_task_waits_in_place_while_postgresql_is_unreachable_and_persists_when_it_returns(tenant, no_worker, monkeypatch):
     acknowledged = append(tenant, "c1", message("during the outage")).messages[0]
     payload = take_queued_tasks()[0][1]
     outage = {"left": 3}
