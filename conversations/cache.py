@@ -377,13 +377,13 @@ return now
 """
 
 # A persist message may have gone back to the broker (a worker lost its connection or a pool process,
-# a message was requeued): a barrier reached before proves nothing about it. Unless the ledger is
-# already whole, the drain is forgotten and a new barrier must be reached. KEYS: ledger
+# a message was requeued): the round of barriers under way proves nothing about it. Unless the
+# ledger is already whole, the round is void; the next append begins another. KEYS: ledger
 LEDGER_DISTURB = """
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'whole_at') == 1 then return 0 end
 local t = redis.call('TIME')
 redis.call('HSET', KEYS[1], 'disturbed_at', string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2])))
-redis.call('HDEL', KEYS[1], 'drained_at')
+redis.call('HDEL', KEYS[1], 'barrier_at', 'drained_at')
 return 1
 """
 
@@ -672,10 +672,10 @@ LEDGER_KEY = "memory:ledger"
 @dataclass(frozen=True)
 class LedgerStatus:
     """This Redis's ledger of pending writes: since when it is kept (``since``, microseconds: a Redis
-    that restarted empty starts a new one), when the current barrier was published behind every
-    persist task queued before it, when a worker reached that barrier, and when a persist message
-    last went back to the broker (``disturbed_at``: the drain is void from then on); all in Redis
-    time, microseconds."""
+    that restarted empty starts a new one), when the current round of barriers began (its token),
+    when that round found the queue drained, when it found the ledger whole, and when a persist
+    message last went back to the broker (``disturbed_at``: the round under way then was void); all
+    in Redis time, microseconds."""
 
     since: int
     barrier_at: int | None
@@ -710,7 +710,7 @@ def ledger_mark(*, since: int, event: str, barrier: int | None = None) -> int:
 
 
 def ledger_disturb() -> bool:
-    """A persist message may have gone back to the broker: void the drain of a ledger not yet whole."""
+    """A persist message may have gone back to the broker: void the round of barriers of a ledger not yet whole."""
     return bool(_call("ledger", "-", _scripts().ledger_disturb, keys=[LEDGER_KEY], args=[]))
 
 

@@ -514,57 +514,56 @@ def ledger_is_whole(*, tenant: Tenant, conversation_id: str) -> bool:
 
     A Redis that restarts empty loses the pending and reserved writes: an id of one of them, resent,
     would look new. They are still in the broker (queued, or held by a worker waiting for
-    PostgreSQL). The ledger is whole again once a barrier task published after the loss was reached
-    by a worker (every message queued before it was delivered) and both ``MEMORY_RETRY_BACKOFF_MAX``
-    plus a few seconds since the loss and a few seconds since the drain have passed: a worker holding
-    an older message has tried it again by then, and either committed it or put it back among the
-    pending writes (``messages_reassert_pending``).
-
-    A message delivered before the barrier can go back to the broker after it: a worker lost its
-    broker connection or a pool process, or handed back a message it held too long. Each of these
-    disturbs the ledger (``ledger_disturbed``): the drain is void and a new barrier, published
-    behind the returned messages, must be reached. The first append to see the ledger unbegun begins
-    it and publishes the barrier; one that finds the barrier unpublished, long unreached or older
-    than the last disturbance publishes a new one. Once whole, the ledger says so for every
-    conversation (a later disturbance concerns writes this ledger holds), and each conversation's
-    state says so too, so this is not asked again for it.
+    PostgreSQL). The ledger is whole again once a round of barriers (``ledger_barrier_reached``)
+    found every persist message queued before it delivered, and every worker that could hold one
+    still connected, long enough for each to have committed it or put it back among the pending
+    writes (``messages_reassert_pending``). The first append to see the ledger not whole begins a
+    round; one that finds no round under way (a disturbance voided it) or one long stalled begins
+    another. Once whole, the ledger says so for every conversation (a later disturbance concerns
+    writes this ledger holds), and each conversation's state says so too, so this is not asked
+    again for it.
     """
     status = cache.ledger_status()
     if status.begun_now:
         _ledger_begun(status)
         status = cache.ledger_status()
-    slack = (settings.MEMORY_RETRY_BACKOFF_MAX + LEDGER_SLACK_SECONDS) * 1_000_000
-    drained = status.drained_at is not None and status.now >= max(
-        status.drained_at + LEDGER_SLACK_SECONDS * 1_000_000, status.since + slack
-    )
-    if status.whole_at is not None or drained:
-        if status.whole_at is None:
-            cache.ledger_mark(since=status.since, event="whole_at")
-            logger.info("ledger_whole", since=status.since)
+    if status.whole_at is not None:
         cache.ledger_whole(tenant_slug=tenant.slug, conversation_id=conversation_id)
         return True
-    stale = (
-        status.barrier_at is None
-        or status.now - status.barrier_at > slack
-        or (status.disturbed_at is not None and status.barrier_at <= status.disturbed_at)
-    )
-    if status.drained_at is None and stale:
-        from conversations import tasks
-
-        # Recorded before it is published, so the worker that reaches it finds it current.
-        barrier = cache.ledger_mark(since=status.since, event="barrier_at")
-        if barrier:
-            try:
-                publish_args(tasks.ledger_barrier, status.since, barrier)
-                logger.info("ledger_barrier_published", since=status.since, barrier=barrier)
-            except ServiceUnavailable as error:
-                logger.warning("ledger_barrier_unpublished", since=status.since, error=error.message)
+    if status.barrier_at is None or status.now - status.barrier_at > LEDGER_ROUND_STALLED_SECONDS * 1_000_000:
+        ledger_round_begin(since=status.since)
     return False
 
 
 # Seconds a persist statement in flight when Redis lost the ledger may still take, and seconds a
-# message delivered just before the barrier may take to be committed or put back among the pending.
+# message delivered just before a barrier may take to be committed or put back among the pending.
 LEDGER_SLACK_SECONDS = 5
+# A round of barriers with no result after this long is taken as lost (its task failed) and begun
+# again. Rounds wait behind the queue, which may be held up by an outage for as long as the
+# workers hold their messages.
+LEDGER_ROUND_STALLED_SECONDS = 900
+# Seconds a round waits for the workers to answer who they are.
+LEDGER_INQUIRY_SECONDS = 1.0
+
+
+def ledger_slack_seconds() -> int:
+    """How long a worker holding a message may take to try it again: the backoff cap, and a few seconds."""
+    return settings.MEMORY_RETRY_BACKOFF_MAX + LEDGER_SLACK_SECONDS
+
+
+def ledger_round_begin(*, since: int) -> None:
+    """Begin a round of barriers for the ledger begun at ``since``: its token (the time it began) is
+    recorded before the first barrier is published, so the worker that reaches it finds it current."""
+    from conversations import tasks
+
+    barrier = cache.ledger_mark(since=since, event="barrier_at")
+    if not barrier:
+        return
+    try:
+        publish_args(tasks.ledger_barrier, since, barrier)
+        logger.info("ledger_barrier_published", since=since, barrier=barrier)
+    except ServiceUnavailable as error:
+        logger.warning("ledger_barrier_unpublished", since=since, error=error.message)
 
 
 def _ledger_begun(status: cache.LedgerStatus) -> None:
@@ -584,18 +583,70 @@ def _ledger_begun(status: cache.LedgerStatus) -> None:
     logger.info("ledger_begun", since=status.since, first=first)
 
 
-def ledger_barrier_reached(*, since: int, barrier: int | None = None) -> bool:
-    """A worker reached the barrier ``barrier`` published for the ledger begun at ``since``; it counts
-    only if no disturbance replaced it since (a barrier of an older release, without ``barrier``,
-    never counts: a new one is published)."""
+def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int = 1, workers: dict | None = None) -> bool:
+    """One step of the round of barriers ``barrier`` for the ledger begun at ``since``, run by a worker.
+
+    1. The first barrier asks the workers consuming the persist queue who they are (their name and
+       the generation of their broker connection), and publishes the second barrier behind whatever
+       went back to the queue before they answered.
+    2. The second barrier, reached, proves every message queued before it delivered. If the same
+       workers answer with the same connections, the queue is drained: the third step is published
+       to run once a worker holding an older message has had time to try it again.
+    3. The same workers, still on the same connections (none lost a message back to the queue): the
+       ledger is whole.
+
+    A worker gone or reconnected voids the round, and so does any disturbance reported meanwhile
+    (``ledger_disturbed``): a round that is no longer current stops. Returns whether this step
+    counted. A round of an older release (no ``barrier``) never counts: a new one is begun.
+    """
+    from conversations import tasks
+
     if barrier is None:
         return False
     try:
-        reached = bool(cache.ledger_mark(since=since, event="drained_at", barrier=barrier))
+        if not cache.ledger_mark(since=since, event="round_at", barrier=barrier):
+            return False  # voided, or Redis restarted again: its ledger has a round of its own
+        present = worker_generations()
+        if phase == 1:
+            tasks.ledger_barrier.apply_async(args=[since, barrier, 2, present], queue=settings.MEMORY_QUEUE)
+            return True
+        if not _same_workers(workers or {}, present):
+            logger.info("ledger_round_void", since=since, barrier=barrier, phase=phase, why="a worker left or reconnected")
+            if cache.ledger_disturb():
+                metrics.ledger_disturbances.labels(why="worker_changed").inc()
+            return False
+        if phase == 2:
+            if not cache.ledger_mark(since=since, event="drained_at", barrier=barrier):
+                return False
+            waited = (cache.ledger_status().now - since) / 1_000_000
+            countdown = max(float(LEDGER_SLACK_SECONDS), ledger_slack_seconds() - waited)
+            tasks.ledger_barrier.apply_async(args=[since, barrier, 3, workers], countdown=countdown, queue=settings.MEMORY_QUEUE)
+            logger.info("ledger_barrier_reached", since=since, barrier=barrier, workers=len(present))
+            return True
+        whole = bool(cache.ledger_mark(since=since, event="whole_at", barrier=barrier))
+        logger.info("ledger_whole" if whole else "ledger_round_void", since=since, barrier=barrier)
+        return whole
     except cache.CacheUnavailable:
-        return False  # Redis restarted again: its ledger needs a barrier of its own
-    logger.info("ledger_barrier_reached", since=since, barrier=barrier, current=reached)
-    return reached
+        return False  # Redis restarted again: its ledger needs a round of its own
+
+
+def worker_generations() -> dict[str, str]:
+    """The workers consuming the persist queue, by name, with the generation of their broker
+    connection (a new one each time it connects): who could hold a persist message now."""
+    from memoryproject.celery import app
+
+    replies = app.control.broadcast("ledger_generation", reply=True, timeout=LEDGER_INQUIRY_SECONDS)
+    present = {}
+    for reply in replies or []:
+        for name, answer in reply.items():
+            if isinstance(answer, dict) and answer.get("generation") and settings.MEMORY_QUEUE in answer.get("queues", ()):
+                present[name] = answer["generation"]
+    return present
+
+
+def _same_workers(before: dict[str, str], now: dict[str, str]) -> bool:
+    """Every worker of ``before`` still there on the same connection (new workers hold nothing older)."""
+    return all(now.get(name) == generation for name, generation in before.items())
 
 
 def ledger_disturbed(*, why: str) -> bool | None:

@@ -184,9 +184,10 @@ def memory_persist(self: Task, payload: dict[str, Any]) -> bool | None:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=0, name="conversations.tasks.ledger_barrier")
-def ledger_barrier(self: Task, since: int, barrier: int | None = None) -> bool:
-    """Reached once every persist message published before it was delivered (see ``services.ledger_is_whole``)."""
-    return services.ledger_barrier_reached(since=since, barrier=barrier)
+def ledger_barrier(self: Task, since: int, barrier: int | None = None, phase: int = 1, workers: dict | None = None) -> bool:
+    """A step of a round of barriers: reached once every persist message published before it was
+    delivered (see ``services.ledger_barrier_reached``)."""
+    return services.ledger_barrier_reached(since=since, barrier=barrier, phase=phase, workers=workers)
 
 
 @shared_task(acks_late=True, name="conversations.tasks.cache_rebuild")

@@ -1,8 +1,10 @@
 """The Celery app: configured from Django settings (``CELERY_`` namespace), JSON only."""
 
 import os
+import uuid
 
 from celery import Celery, bootsteps, signals
+from celery.worker.control import inspect_command
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.local")
 
@@ -11,17 +13,41 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+# The generation of this worker's broker connection: a new one each time its consumer starts, none
+# while it is down. A round of ledger barriers asks for it (``ledger_generation``): a worker that
+# reconnected since the round began may have handed messages back to the queue behind it.
+_connection = {"generation": None}
+
+
 class LedgerDisturbance(bootsteps.StartStopStep):
-    """Each time the worker's consumer starts (the worker started, or its broker connection came
-    back), the persist messages it held before were handed back to the broker: the ledger of pending
-    writes, if Redis lost it and it is not whole yet, needs a new barrier behind them."""
+    """Each time the worker's consumer stops or starts (the worker started or stopped, or its broker
+    connection was lost and came back), the persist messages it held went back to the broker: the
+    ledger of pending writes, if Redis lost it and it is not whole yet, needs a new round of
+    barriers behind them."""
 
     requires = {"celery.worker.consumer.tasks:Tasks"}
 
     def start(self, parent: object) -> None:
         from conversations import services
 
+        _connection["generation"] = uuid.uuid4().hex
         services.ledger_disturbed_soon(why="worker_connected")
+
+    def stop(self, parent: object) -> None:
+        from conversations import services
+
+        _connection["generation"] = None
+        services.ledger_disturbed_soon(why="worker_disconnected")
+
+    shutdown = stop
+
+
+@inspect_command()
+def ledger_generation(state: object) -> dict[str, object]:
+    """This worker's broker connection generation and the queues it consumes (see ``LedgerDisturbance``)."""
+    task_consumer = getattr(getattr(state, "consumer", None), "task_consumer", None)
+    queues = [queue.name for queue in getattr(task_consumer, "queues", None) or ()]
+    return {"generation": _connection["generation"], "queues": queues}
 
 
 app.steps["consumer"].add(LedgerDisturbance)

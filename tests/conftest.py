@@ -213,12 +213,13 @@ def take_queued_tasks(queue: str | None = None) -> list[tuple[str, Any]]:
 def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
     """Do what the worker does with each task (the service it wraps), in this order."""
     from conversations import services
+    from conversations.tasks import ledger_barrier
 
     for name, payload in tasks:
         if name == "conversations.tasks.messages_persist_many":  # payloads of concurrent appends
             run_tasks([("conversations.tasks.messages_persist", each) for each in payload])
         elif name == "conversations.tasks.ledger_barrier":
-            services.ledger_barrier_reached(since=payload[0], barrier=payload[1] if len(payload) > 1 else None)
+            ledger_barrier.run(*payload)  # one step of a round; the next one it publishes is queued
         else:
             getattr(services, TASK_SERVICES[name])(payload=payload)
 

@@ -487,13 +487,25 @@ def test_a_worker_that_reconnects_to_the_broker_disturbs_a_ledger_redis_lost(wor
     worker = CeleryWorker(env={**worker_env, "CELERY_BROKER_URL": proxied}, name="ledger", pool="threads", concurrency=2)
     worker.start()
     try:
+
+        def generation() -> str | None:
+            found = [value for name, value in services.worker_generations().items() if name.startswith("ledger-")]
+            return found[0] if found else None
+
+        wait_until(lambda: generation() is not None, message="the worker to answer a round's inquiry")
+        before = generation()
         ledger_lost_and_drained()
         offset = worker.log_path.stat().st_size
         broker_proxy.cut()
         wait_until(lambda: "Connection to broker lost" in log_since(worker, offset), message="the worker to lose the broker")
-        assert not ledger_disturbed()
+        # Reported as it lost the connection, before it is back (Redis answers meanwhile).
+        wait_until(ledger_disturbed, message="the worker to report what its lost channel handed back")
+        assert generation() is None  # cut off: it cannot answer a round
+        ledger_lost_and_drained()
         broker_proxy.restore()
-        wait_until(ledger_disturbed, message="the worker, connected again, to report what its lost channel handed back")
+        wait_until(ledger_disturbed, message="the worker, connected again, to report it")
+        wait_until(lambda: generation() is not None, message="the worker to answer again")
+        assert generation() != before  # a round begun before the cut sees it changed
     finally:
         worker.stop()
 
