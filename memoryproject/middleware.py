@@ -10,8 +10,9 @@ browser request, and a line below the logger's level (``memoryproject.requests``
 
 The API under ``API_PREFIX`` is called with an API key: it has no session, no logged-in user and no
 flash messages. ``SessionMiddleware``, ``AuthenticationMiddleware`` and ``MessageMiddleware`` here are
-Django's own (so the admin's checks still find them), doing nothing for the API's requests and all
-they did before for every other request (the admin, the schema and the docs).
+Django's own (so the admin's checks still find them), doing nothing for the API's requests (but the
+status page, where an operator's session shows the whole deployment) and all they did before for
+every other request (the admin, the schema and the docs).
 """
 
 import logging
@@ -49,17 +50,22 @@ def _wsgi_spellings(header: str) -> set[str]:
 PROXY_HEADERS = frozenset().union(*(_wsgi_spellings(header) for header in DEFAULT_PRECEDENCE if header != "REMOTE_ADDR"))
 
 
+# The one API path an operator's admin session may call: the deployment-wide status.
+OPERATOR_SESSION_PATHS = frozenset({f"{API_PREFIX}status/"})
+
+
 def is_api(request: HttpRequest) -> bool:
     return request.path_info.startswith(API_PREFIX)
 
 
 class BrowserOnly:
-    """Runs the Django middleware it is mixed into for every request except the API's."""
+    """Runs the Django middleware it is mixed into for every request except the API's (the status
+    page excepted, which an operator may read with the admin's session)."""
 
     get_response: Callable[[HttpRequest], HttpResponse]
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if is_api(request):
+        if is_api(request) and request.path_info not in OPERATOR_SESSION_PATHS:
             return self.get_response(request)
         return super().__call__(request)  # type: ignore[misc]
 

@@ -557,3 +557,20 @@ class LlmWindowOutSerializer(serializers.Serializer):
     messages = serializers.ListField(child=serializers.DictField())
     count = serializers.IntegerField()
     source = serializers.CharField()
+
+
+class BackendStatusSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    latency_ms = serializers.FloatField(required=False, help_text="Operators only.")
+    error = serializers.CharField(required=False, help_text="Operators only: why the backend does not answer.")
+
+
+class StatusOutSerializer(serializers.Serializer):
+    scope = serializers.ChoiceField(choices=["tenant", "deployment"], help_text="Whose figures these are.")
+    tenant = serializers.CharField(required=False, help_text="scope tenant: the API key's tenant.")
+    ok = serializers.BooleanField(help_text="Every backend answers.")
+    database = BackendStatusSerializer()
+    cache = BackendStatusSerializer()
+    broker = serializers.DictField(help_text="ok; for operators also the queues, their depths and consumers.")
+    metrics = serializers.DictField(help_text="Cache lookups and hit rates: the tenant's own, or (operators) every tenant's.")
+    flags = serializers.DictField(help_text="using_pg, using_redis, using_broker, degraded, fallback_sessions.")

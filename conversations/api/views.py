@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from conversations import context, selectors, services
 from conversations.api import parsers, renderers, serializers
 from conversations.exceptions import LimitExceeded, NotFound, PayloadTooLarge
+from tenants import authentication
 from tenants.models import Tenant
 
 
@@ -394,6 +395,26 @@ class ApiRootView(APIView):
 
 
 class StatusView(TenantAPIView):
-    @extend_schema(responses=dict)
+    """Status by role. A tenant's key sees whether each backend answers and its own figures only; the
+    deployment's figures (queue depths, every tenant's cache and fallback counters, the backends'
+    error texts) need the metrics token (``Authorization: Bearer <MEMORY_METRICS_TOKEN>``) or a
+    superuser's admin session; a staff user bound to a tenant sees that tenant's, as its key would."""
+
+    authentication_classes = [
+        authentication.TenantApiKeyAuthentication,
+        authentication.MetricsTokenAuthentication,
+        authentication.StaffSessionAuthentication,
+    ]
+    permission_classes = [authentication.IsTenantOrOperator]
+
+    @extend_schema(
+        responses={200: serializers.StatusOutSerializer},
+        description='With a tenant\'s API key: scope "tenant", whether the database, cache and broker answer, and '
+        "the tenant's own cache figures and conversations awaiting a cache repair. With the metrics token "
+        '(Authorization: Bearer) or a superuser\'s admin session: scope "deployment", with latencies, error texts, '
+        "queue depths and every tenant's figures.",
+    )
     def get(self, request: Request) -> Response:
-        return Response(selectors.backend_status())
+        if isinstance(request.user, authentication.OperatorPrincipal):
+            return Response(selectors.backend_status())
+        return Response(selectors.tenant_status(tenant=self.tenant))
