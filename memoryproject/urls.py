@@ -38,3 +38,9 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path(settings.ADMIN_PATH, admin.site.urls),
 ]
+
+# Under /api/, Django's own error answers are the API's JSON error document; elsewhere its pages.
+handler400 = "memoryproject.errors.bad_request"
+handler403 = "memoryproject.errors.permission_denied"
+handler404 = "memoryproject.errors.page_not_found"
+handler500 = "memoryproject.errors.server_error"

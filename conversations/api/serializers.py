@@ -574,3 +574,21 @@ class StatusOutSerializer(serializers.Serializer):
     broker = serializers.DictField(help_text="ok; for operators also the queues, their depths and consumers.")
     metrics = serializers.DictField(help_text="Cache lookups and hit rates: the tenant's own, or (operators) every tenant's.")
     flags = serializers.DictField(help_text="using_pg, using_redis, using_broker, degraded, fallback_sessions.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="Stable, for programs: validation_error, parse_error, limit_exceeded, payload_too_large, uri_too_long, "
+        "not_authenticated, authentication_failed, permission_denied, not_found, method_not_allowed, "
+        "unsupported_media_type, conflict, throttled, service_unavailable, server_error, ..."
+    )
+    message = serializers.CharField(help_text="For people: what was wrong, naming the field and the limit when there is one.")
+    details = serializers.JSONField(
+        help_text="The per-field errors of a validation_error; for a limit, field, size and limit (the setting's value)."
+    )
+
+
+class ErrorDocumentSerializer(serializers.Serializer):
+    """Every error answer of the API, whatever its status."""
+
+    error = ErrorSerializer()

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from conversations import context, selectors, services
 from conversations.api import parsers, renderers, serializers
-from conversations.exceptions import LimitExceeded, NotFound, PayloadTooLarge
+from conversations.exceptions import LimitExceeded, NotFound
 from tenants import authentication
 from tenants.models import Tenant
 
@@ -47,12 +47,7 @@ class TenantAPIView(APIView):
                 raise TypeError(f"{cls.__name__} must not override {name}: the tenant comes from the API key only.")
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            raise PayloadTooLarge(
-                f"The request body is {length} bytes; the limit is DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE={settings.DATA_UPLOAD_MAX_MEMORY_SIZE}.",
-                details={"size": int(length), "limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
-            )
+        # A body over DATA_UPLOAD_MAX_MEMORY_SIZE was refused before any view (memoryproject.middleware).
         super().initial(request, *args, **kwargs)
         _refuse_nul(request, kwargs)
 
