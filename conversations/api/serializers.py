@@ -289,7 +289,7 @@ class WindowQuerySerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         depth = attrs.get("skip", 0) + attrs.get("limit", 0)
-        bound = settings.MEMORY_MAX_PAGE_SIZE * 100
+        bound = max_depth()
         if depth > bound:
             raise LimitExceeded(
                 f"skip + limit is {depth}; the limit is 100 x MEMORY_MAX_PAGE_SIZE={bound} messages back.",
@@ -300,13 +300,47 @@ class WindowQuerySerializer(serializers.Serializer):
         return attrs
 
 
-def check_page_size(value: int, *, field: str) -> int:
-    if value > settings.MEMORY_MAX_PAGE_SIZE:
+def check_at_most(value: int, *, field: str, limit: int, setting: str) -> int:
+    """``value`` unless over ``limit``: then a 400 naming the field, the bound and its setting."""
+    if value > limit:
         raise LimitExceeded(
-            f"{field} is {value}; the limit is MEMORY_MAX_PAGE_SIZE={settings.MEMORY_MAX_PAGE_SIZE}.",
-            details={"field": field, "size": value, "limit": settings.MEMORY_MAX_PAGE_SIZE},
+            f"{field} is {value}; the limit is {setting}={limit}.", details={"field": field, "size": value, "limit": limit}
         )
     return value
+
+
+def check_page_size(value: int, *, field: str) -> int:
+    return check_at_most(value, field=field, limit=settings.MEMORY_MAX_PAGE_SIZE, setting="MEMORY_MAX_PAGE_SIZE")
+
+
+def max_depth() -> int:
+    """How far back a page may start (offset or skip, plus its size): deep offsets are slow scans."""
+    return settings.MEMORY_MAX_PAGE_SIZE * 100
+
+
+class PageQuerySerializer(serializers.Serializer):
+    """``limit`` and ``offset`` of a paged list, both bounded."""
+
+    limit = serializers.IntegerField(
+        required=False, min_value=1, help_text="Page size: default 50, at most MEMORY_MAX_PAGE_SIZE."
+    )
+    offset = serializers.IntegerField(
+        required=False, min_value=0, default=0, help_text="Items to skip: offset + limit at most 100 x MEMORY_MAX_PAGE_SIZE."
+    )
+
+    def validate_limit(self, value: int) -> int:
+        return check_page_size(value, field="limit")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        depth = attrs["offset"] + attrs.get("limit", 0)
+        check_at_most(depth, field="offset", limit=max_depth(), setting="100 x MEMORY_MAX_PAGE_SIZE")
+        return attrs
+
+
+class ConversationListQuerySerializer(PageQuerySerializer):
+    user_id = serializers.CharField(required=False, max_length=OWNER_ID_MAX, trim_whitespace=False)
+    agent_id = serializers.CharField(required=False, max_length=OWNER_ID_MAX, trim_whitespace=False)
+    archived = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
 def window_query_values(params: Any) -> dict[str, Any]:

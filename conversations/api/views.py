@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -99,38 +99,40 @@ def _new_conversation_id(value: str) -> str:
 
 
 class ConversationPagination(LimitOffsetPagination):
+    """Limit/offset pages whose parameters are validated (``PageQuerySerializer``): a limit or offset
+    that is negative, not a number or past its bound is a 400 naming it, never a silent default."""
+
     default_limit = 50
+    query_serializer = serializers.PageQuerySerializer
 
     @property
     def max_limit(self) -> int:  # read at request time so tests and deployments may change it
         return settings.MEMORY_MAX_PAGE_SIZE
 
+    def page_values(self, request: Request) -> dict[str, Any]:
+        query = self.query_serializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return query.validated_data
+
     def get_limit(self, request: Request) -> int | None:
-        raw = request.query_params.get(self.limit_query_param)
-        if raw is not None and raw.isdigit():
-            serializers.check_page_size(int(raw), field="limit")
-        return super().get_limit(request)
+        return self.page_values(request).get("limit") or min(self.default_limit, self.max_limit)
+
+    def get_offset(self, request: Request) -> int:
+        return self.page_values(request)["offset"]
 
 
 class ConversationListView(TenantAPIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter("user_id", str),
-            OpenApiParameter("agent_id", str),
-            OpenApiParameter("archived", bool),
-            OpenApiParameter("limit", int),
-            OpenApiParameter("offset", int),
-        ],
+        parameters=[serializers.ConversationListQuerySerializer],
         responses=serializers.ConversationPageSerializer,
         operation_id="conversations_list",
     )
     def get(self, request: Request) -> Response:
-        archived = request.query_params.get("archived")
+        query = serializers.ConversationListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        values = query.validated_data
         queryset = selectors.conversation_list(
-            tenant=self.tenant,
-            user_id=request.query_params.get("user_id"),
-            agent_id=request.query_params.get("agent_id"),
-            archived=None if archived is None else archived.lower() in ("1", "true", "yes"),
+            tenant=self.tenant, user_id=values.get("user_id"), agent_id=values.get("agent_id"), archived=values["archived"]
         )
         paginator = ConversationPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)

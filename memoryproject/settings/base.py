@@ -310,6 +310,8 @@ MEMORY_MAX_FACTS_PER_USER = env.int("MEMORY_MAX_FACTS_PER_USER", default=500)
 MEMORY_MAX_FACT_KEY_LENGTH = min(200, env.int("MEMORY_MAX_FACT_KEY_LENGTH", default=200))  # the column holds 200
 MEMORY_MAX_FACT_VALUE_CHARS = env.int("MEMORY_MAX_FACT_VALUE_CHARS", default=4_000)
 MEMORY_MAX_QUERY_CHARS = env.int("MEMORY_MAX_QUERY_CHARS", default=2_000)
+# The most a search request may ask for of vector_fetch_limit, candidate_limit and cross_session_trigger.
+MEMORY_MAX_SEARCH_CANDIDATES = env.int("MEMORY_MAX_SEARCH_CANDIDATES", default=100_000)
 # /metrics names tenants: served only to a scraper sending "Authorization: Bearer <this>" (unset: off).
 MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="")
 # Requests one tenant may make per window (tenants/throttling.py); 0 turns throttling off.
