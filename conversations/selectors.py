@@ -500,15 +500,11 @@ def memory_get(*, tenant: Tenant, conversation_id: str) -> dict[str, Any]:
 
 
 def backend_status() -> dict[str, Any]:
-    """Seed 004 ``get_backend_status``: reachability, queue depth, hit rate, fallbacks taken."""
-    status: dict[str, Any] = {}
-    started = time.perf_counter()
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        status["database"] = {"ok": True, "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
-    except DatabaseError as error:
-        status["database"] = {"ok": False, "error": str(error).strip()[:200]}
+    """Seed 004 ``get_backend_status`` for the deployment's operators: reachability with the error
+    texts, queue depths, hit rate and fallbacks of every tenant. Never for a tenant's key
+    (``tenant_status`` is theirs)."""
+    status: dict[str, Any] = {"scope": "deployment"}
+    status["database"] = _database_status()
     try:
         status["cache"] = {"ok": True, "latency_ms": round(cache.ping(), 2)}
     except cache.CacheUnavailable as error:
@@ -524,14 +520,54 @@ def backend_status() -> dict[str, Any]:
             fallback_sessions = CacheRepair.unscoped.count()  # every tenant: a deployment figure
         except DatabaseError:
             fallback_sessions = None
-    status["flags"] = {
+    status["flags"] = _flags(status, fallback_sessions)
+    return status
+
+
+def tenant_status(*, tenant: Tenant) -> dict[str, Any]:
+    """What a tenant's key may learn of the service: whether each backend answers (no error text, no
+    latency), and the tenant's own figures (its cache lookups in this process, its conversations
+    awaiting a cache repair). Nothing of other tenants, of the queues or of the deployment."""
+    status: dict[str, Any] = {"scope": "tenant", "tenant": tenant.slug}
+    status["database"] = {"ok": _database_status()["ok"]}
+    try:
+        cache.ping()
+        status["cache"] = {"ok": True}
+    except cache.CacheUnavailable:
+        status["cache"] = {"ok": False}
+    status["broker"] = {"ok": _broker_status()["ok"]}
+    counters = _counters(tenant=tenant.slug)
+    counters.pop("fallbacks")  # counted for the whole deployment, not per tenant
+    status["metrics"] = counters
+    status["ok"] = all(status[name]["ok"] for name in ("database", "cache", "broker"))
+    fallback_sessions = None
+    if status["database"]["ok"]:
+        try:
+            fallback_sessions = CacheRepair.objects.for_tenant(tenant).count()
+        except DatabaseError:
+            fallback_sessions = None
+    status["flags"] = _flags(status, fallback_sessions)
+    return status
+
+
+def _database_status() -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as error:
+        return {"ok": False, "error": str(error).strip()[:200]}
+    return {"ok": True, "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+
+
+def _flags(status: dict[str, Any], fallback_sessions: int | None) -> dict[str, Any]:
+    return {
         "using_pg": status["database"]["ok"],
         "using_redis": status["cache"]["ok"],
         "using_broker": status["broker"]["ok"],
         "degraded": not status["ok"],
         "fallback_sessions": fallback_sessions,
     }
-    return status
 
 
 def _broker_status() -> dict[str, Any]:
@@ -577,12 +613,16 @@ def _queue_depth(broker: Any, queue: str) -> tuple[int, int | None]:
     return depth, consumers
 
 
-def _counters() -> dict[str, Any]:
+def _counters(*, tenant: str | None = None) -> dict[str, Any]:
+    """Cache and fallback counters of this process (of every process with PROMETHEUS_MULTIPROC_DIR);
+    with ``tenant``, only the lookups labelled with that tenant."""
     hits = misses = errors = 0.0
     context_hits = context_lookups = 0.0
     fallbacks: dict[str, float] = {}
     for family in metrics.registry().collect():
         for sample in family.samples:
+            if tenant is not None and sample.name == "memory_cache_requests_total" and sample.labels.get("tenant") != tenant:
+                continue
             if sample.name == "memory_cache_requests_total" and sample.labels.get("data_type") == "context":
                 # Contexts differ by query, so they are counted apart from the cache-aside hit rate.
                 context_lookups += sample.value

@@ -8,12 +8,22 @@ for a 5xx, ``request_failed`` with the traceback for an unhandled exception) for
 client address is read through django-ipware only when a proxy header names one, the user only on a
 browser request, and a line below the logger's level (``memoryproject.requests``) is never built.
 
+``ApiErrorMiddleware`` keeps one error surface under ``/api/``: a request line longer than
+``MEMORY_MAX_URL_LENGTH`` is a 414 and a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` a 413 (a chunked
+body, which has no Content-Length, is read here up to that limit, never taken for empty), and any
+error answer that is not already the JSON error document (Django's, a server's) becomes one. Django's
+own 400, 403, 404 and 500 handlers answer that document too (``memoryproject.errors``), and
+``CommonMiddleware`` does not redirect a path missing its trailing slash under ``/api/``: the 404
+names the path with the slash instead (a redirected POST would lose its body).
+
 The API under ``API_PREFIX`` is called with an API key: it has no session, no logged-in user and no
 flash messages. ``SessionMiddleware``, ``AuthenticationMiddleware`` and ``MessageMiddleware`` here are
-Django's own (so the admin's checks still find them), doing nothing for the API's requests and all
-they did before for every other request (the admin, the schema and the docs).
+Django's own (so the admin's checks still find them), doing nothing for the API's requests (but the
+status page, where an operator's session shows the whole deployment) and all they did before for
+every other request (the admin, the schema and the docs).
 """
 
+import io
 import logging
 import sys
 import uuid
@@ -21,15 +31,20 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
+from django.conf import settings
 from django.contrib.auth import middleware as auth_middleware
 from django.contrib.messages import middleware as messages_middleware
 from django.contrib.sessions import middleware as sessions_middleware
 from django.core.exceptions import PermissionDenied
+from django.core.handlers.wsgi import LimitedStream
 from django.core.signals import got_request_exception
 from django.http import Http404, HttpRequest, HttpResponse
+from django.middleware import common
 from django.utils.functional import SimpleLazyObject
 from ipware import get_client_ip
 from python_ipware.modern.defaults import DEFAULT_PRECEDENCE
+
+from memoryproject import errors
 
 API_PREFIX = "/api/v1/"
 
@@ -49,17 +64,22 @@ def _wsgi_spellings(header: str) -> set[str]:
 PROXY_HEADERS = frozenset().union(*(_wsgi_spellings(header) for header in DEFAULT_PRECEDENCE if header != "REMOTE_ADDR"))
 
 
+# The one API path an operator's admin session may call: the deployment-wide status.
+OPERATOR_SESSION_PATHS = frozenset({f"{API_PREFIX}status/"})
+
+
 def is_api(request: HttpRequest) -> bool:
     return request.path_info.startswith(API_PREFIX)
 
 
 class BrowserOnly:
-    """Runs the Django middleware it is mixed into for every request except the API's."""
+    """Runs the Django middleware it is mixed into for every request except the API's (the status
+    page excepted, which an operator may read with the admin's session)."""
 
     get_response: Callable[[HttpRequest], HttpResponse]
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if is_api(request):
+        if is_api(request) and request.path_info not in OPERATOR_SESSION_PATHS:
             return self.get_response(request)
         return super().__call__(request)  # type: ignore[misc]
 
@@ -74,6 +94,92 @@ class AuthenticationMiddleware(BrowserOnly, auth_middleware.AuthenticationMiddle
 
 class MessageMiddleware(BrowserOnly, messages_middleware.MessageMiddleware):
     pass
+
+
+class CommonMiddleware(common.CommonMiddleware):
+    """Django's own, without the trailing-slash redirect under ``/api/`` (the 404 names the right path)."""
+
+    def should_redirect_with_slash(self, request: HttpRequest) -> bool:
+        return not errors.is_under_api(request) and super().should_redirect_with_slash(request)
+
+
+class ApiErrorMiddleware:
+    """Bounds on the request line and the body, and the JSON error document on every error answer,
+    under ``/api/``; every other request passes untouched."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not errors.is_under_api(request):
+            return self.get_response(request)
+        response = self.refusal(request) or self.get_response(request)
+        if response.status_code >= 400 and not response.streaming and not is_json(response):
+            response = as_error_document(response)
+        return response
+
+    def refusal(self, request: HttpRequest) -> HttpResponse | None:
+        """A 414 or 413 answered before anything reads the request, or None."""
+        uri = request.get_full_path()
+        if len(uri) > settings.MEMORY_MAX_URL_LENGTH:
+            return errors.error_response(
+                414,
+                f"The URI is {len(uri)} characters; the limit is MEMORY_MAX_URL_LENGTH={settings.MEMORY_MAX_URL_LENGTH}.",
+                details={"field": "uri", "size": len(uri), "limit": settings.MEMORY_MAX_URL_LENGTH},
+            )
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        length = request.META.get("CONTENT_LENGTH") or ""
+        if not length and "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            return read_chunked_body(request, limit)
+        if length.isdigit() and int(length) > limit:
+            return too_large(int(length), limit)
+        return None
+
+
+def too_large(size: int | None, limit: int) -> HttpResponse:
+    told = f"{size} bytes" if size is not None else f"over {limit} bytes"
+    response = errors.error_response(
+        413,
+        f"The request body is {told}; the limit is DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE={limit}.",
+        details={"field": "body", "size": size, "limit": limit},
+    )
+    response["Connection"] = "close"  # the rest of the body is never read
+    return response
+
+
+def read_chunked_body(request: HttpRequest, limit: int) -> HttpResponse | None:
+    """A chunked body (no Content-Length: Django would read nothing) read here, at most ``limit``
+    bytes, and handed on with its length; longer, a 413 without reading further."""
+    stream = request.environ["wsgi.input"]
+    parts, size = [], 0
+    while size <= limit:
+        part = stream.read(limit + 1 - size)
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    if size > limit:
+        return too_large(None, limit)
+    body = b"".join(parts)
+    request.META["CONTENT_LENGTH"] = str(len(body))
+    request._stream = LimitedStream(io.BytesIO(body), len(body))  # type: ignore[attr-defined]
+    return None
+
+
+def is_json(response: HttpResponse) -> bool:
+    return response.get("Content-Type", "").split(";")[0].strip() == "application/json"
+
+
+def as_error_document(response: HttpResponse) -> HttpResponse:
+    """An error answer that is not the service's document (Django's, a renderer's) made into it, with
+    the status and the headers that matter to a client kept."""
+    status = response.status_code
+    message = errors.MESSAGES.get(status) or f"{status} {response.reason_phrase}."
+    replaced = errors.error_response(status, message)
+    for header in ("Allow", "Retry-After", "WWW-Authenticate", "Connection", "Vary"):
+        if header in response:
+            replaced[header] = response[header]
+    return replaced
 
 
 def client_ip(request: HttpRequest) -> str | None:

@@ -1,7 +1,5 @@
 """URLs: the API (v1), its schema and docs, Prometheus metrics, the admin."""
 
-import hmac
-
 from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
@@ -10,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from conversations import metrics
+from tenants.authentication import metrics_token_matches
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
@@ -18,8 +17,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     token = settings.MEMORY_METRICS_TOKEN
     if not token:
         return HttpResponse("Metrics are off: set MEMORY_METRICS_TOKEN and scrape with that bearer token.\n", status=404)
-    given = request.headers.get("Authorization", "")
-    if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+    if not metrics_token_matches(request.headers.get("Authorization", "")):
         return HttpResponse("Send Authorization: Bearer <MEMORY_METRICS_TOKEN>.\n", status=401)
     return HttpResponse(generate_latest(metrics.registry()), content_type=CONTENT_TYPE_LATEST)
 
@@ -40,3 +38,9 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path(settings.ADMIN_PATH, admin.site.urls),
 ]
+
+# Under /api/, Django's own error answers are the API's JSON error document; elsewhere its pages.
+handler400 = "memoryproject.errors.bad_request"
+handler403 = "memoryproject.errors.permission_denied"
+handler404 = "memoryproject.errors.page_not_found"
+handler500 = "memoryproject.errors.server_error"

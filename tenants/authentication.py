@@ -5,6 +5,7 @@ PostgreSQL round trip, and so that writes are still accepted while PostgreSQL is
 5.6). Revoking a key or changing its tenant forgets the cached record (``tenants.services``).
 """
 
+import hmac
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -143,3 +144,59 @@ class ServiceUnavailableAuth(exceptions.APIException):
 class IsTenantAuthenticated(permissions.BasePermission):
     def has_permission(self, request: Any, view: Any) -> bool:
         return isinstance(request.user, TenantPrincipal)
+
+
+# --- The deployment's operators -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OperatorPrincipal:
+    """A caller who may see the whole deployment: the metrics scraper's token or a superuser's session."""
+
+    via: str  # "metrics_token" or "superuser_session"
+    is_authenticated: bool = True
+
+
+def metrics_token_matches(authorization: str) -> bool:
+    """Whether an Authorization header is ``Bearer <MEMORY_METRICS_TOKEN>`` (never, with no token set)."""
+    token = settings.MEMORY_METRICS_TOKEN
+    return bool(token) and hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode())
+
+
+class MetricsTokenAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer <MEMORY_METRICS_TOKEN>``: the operators' scraper. Any other bearer is refused."""
+
+    keyword = "Bearer"
+
+    def authenticate_header(self, request: Any) -> str:
+        return self.keyword
+
+    def authenticate(self, request: Any) -> tuple[OperatorPrincipal, None] | None:
+        authorization = request.META.get("HTTP_AUTHORIZATION", "")
+        if authorization.partition(" ")[0].lower() != self.keyword.lower():
+            return None
+        if not metrics_token_matches(authorization):
+            raise exceptions.AuthenticationFailed("The bearer token is not the deployment's metrics token.")
+        return OperatorPrincipal(via="metrics_token"), None
+
+
+class StaffSessionAuthentication(authentication.SessionAuthentication):
+    """An operator logged in to the admin: a superuser sees the whole deployment; a staff user bound to
+    a tenant is that tenant here, as its API key would be; any other session is no one."""
+
+    def authenticate(self, request: Any) -> tuple[OperatorPrincipal | TenantPrincipal, None] | None:
+        found = super().authenticate(request)
+        if found is None or not (found[0].is_active and found[0].is_staff):
+            return None
+        user = found[0]
+        if user.is_superuser:
+            return OperatorPrincipal(via="superuser_session"), None
+        binding = getattr(user, "tenant_staff", None)
+        if binding is None or not binding.tenant.active:
+            return None
+        return TenantPrincipal(tenant=binding.tenant, key_prefix=""), None
+
+
+class IsTenantOrOperator(permissions.BasePermission):
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return isinstance(request.user, TenantPrincipal | OperatorPrincipal)

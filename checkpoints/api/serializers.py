@@ -135,7 +135,7 @@ class WritesInSerializer(serializers.Serializer):
 class CheckpointListQuerySerializer(serializers.Serializer):
     namespace = namespace_field(required=False, help_text="Only this namespace; every namespace when absent.")
     before = serializers.CharField(
-        required=False, trim_whitespace=False, help_text="Only checkpoints saved before this checkpoint id."
+        required=False, trim_whitespace=False, max_length=64, help_text="Only checkpoints saved before this checkpoint id."
     )
     limit = serializers.IntegerField(required=False, min_value=1, help_text=f"Default {DEFAULT_PAGE_SIZE}.")
 

@@ -289,7 +289,7 @@ class WindowQuerySerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         depth = attrs.get("skip", 0) + attrs.get("limit", 0)
-        bound = settings.MEMORY_MAX_PAGE_SIZE * 100
+        bound = max_depth()
         if depth > bound:
             raise LimitExceeded(
                 f"skip + limit is {depth}; the limit is 100 x MEMORY_MAX_PAGE_SIZE={bound} messages back.",
@@ -300,13 +300,47 @@ class WindowQuerySerializer(serializers.Serializer):
         return attrs
 
 
-def check_page_size(value: int, *, field: str) -> int:
-    if value > settings.MEMORY_MAX_PAGE_SIZE:
+def check_at_most(value: int, *, field: str, limit: int, setting: str) -> int:
+    """``value`` unless over ``limit``: then a 400 naming the field, the bound and its setting."""
+    if value > limit:
         raise LimitExceeded(
-            f"{field} is {value}; the limit is MEMORY_MAX_PAGE_SIZE={settings.MEMORY_MAX_PAGE_SIZE}.",
-            details={"field": field, "size": value, "limit": settings.MEMORY_MAX_PAGE_SIZE},
+            f"{field} is {value}; the limit is {setting}={limit}.", details={"field": field, "size": value, "limit": limit}
         )
     return value
+
+
+def check_page_size(value: int, *, field: str) -> int:
+    return check_at_most(value, field=field, limit=settings.MEMORY_MAX_PAGE_SIZE, setting="MEMORY_MAX_PAGE_SIZE")
+
+
+def max_depth() -> int:
+    """How far back a page may start (offset or skip, plus its size): deep offsets are slow scans."""
+    return settings.MEMORY_MAX_PAGE_SIZE * 100
+
+
+class PageQuerySerializer(serializers.Serializer):
+    """``limit`` and ``offset`` of a paged list, both bounded."""
+
+    limit = serializers.IntegerField(
+        required=False, min_value=1, help_text="Page size: default 50, at most MEMORY_MAX_PAGE_SIZE."
+    )
+    offset = serializers.IntegerField(
+        required=False, min_value=0, default=0, help_text="Items to skip: offset + limit at most 100 x MEMORY_MAX_PAGE_SIZE."
+    )
+
+    def validate_limit(self, value: int) -> int:
+        return check_page_size(value, field="limit")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        depth = attrs["offset"] + attrs.get("limit", 0)
+        check_at_most(depth, field="offset", limit=max_depth(), setting="100 x MEMORY_MAX_PAGE_SIZE")
+        return attrs
+
+
+class ConversationListQuerySerializer(PageQuerySerializer):
+    user_id = serializers.CharField(required=False, max_length=OWNER_ID_MAX, trim_whitespace=False)
+    agent_id = serializers.CharField(required=False, max_length=OWNER_ID_MAX, trim_whitespace=False)
+    archived = serializers.BooleanField(required=False, allow_null=True, default=None)
 
 
 def window_query_values(params: Any) -> dict[str, Any]:
@@ -557,3 +591,38 @@ class LlmWindowOutSerializer(serializers.Serializer):
     messages = serializers.ListField(child=serializers.DictField())
     count = serializers.IntegerField()
     source = serializers.CharField()
+
+
+class BackendStatusSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    latency_ms = serializers.FloatField(required=False, help_text="Operators only.")
+    error = serializers.CharField(required=False, help_text="Operators only: why the backend does not answer.")
+
+
+class StatusOutSerializer(serializers.Serializer):
+    scope = serializers.ChoiceField(choices=["tenant", "deployment"], help_text="Whose figures these are.")
+    tenant = serializers.CharField(required=False, help_text="scope tenant: the API key's tenant.")
+    ok = serializers.BooleanField(help_text="Every backend answers.")
+    database = BackendStatusSerializer()
+    cache = BackendStatusSerializer()
+    broker = serializers.DictField(help_text="ok; for operators also the queues, their depths and consumers.")
+    metrics = serializers.DictField(help_text="Cache lookups and hit rates: the tenant's own, or (operators) every tenant's.")
+    flags = serializers.DictField(help_text="using_pg, using_redis, using_broker, degraded, fallback_sessions.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(
+        help_text="Stable, for programs: validation_error, parse_error, limit_exceeded, payload_too_large, uri_too_long, "
+        "not_authenticated, authentication_failed, permission_denied, not_found, method_not_allowed, "
+        "unsupported_media_type, conflict, throttled, service_unavailable, server_error, ..."
+    )
+    message = serializers.CharField(help_text="For people: what was wrong, naming the field and the limit when there is one.")
+    details = serializers.JSONField(
+        help_text="The per-field errors of a validation_error; for a limit, field, size and limit (the setting's value)."
+    )
+
+
+class ErrorDocumentSerializer(serializers.Serializer):
+    """Every error answer of the API, whatever its status."""
+
+    error = ErrorSerializer()

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -19,7 +19,8 @@ from rest_framework.views import APIView
 
 from conversations import context, selectors, services
 from conversations.api import parsers, renderers, serializers
-from conversations.exceptions import LimitExceeded, NotFound, PayloadTooLarge
+from conversations.exceptions import LimitExceeded, NotFound
+from tenants import authentication
 from tenants.models import Tenant
 
 
@@ -46,12 +47,7 @@ class TenantAPIView(APIView):
                 raise TypeError(f"{cls.__name__} must not override {name}: the tenant comes from the API key only.")
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            raise PayloadTooLarge(
-                f"The request body is {length} bytes; the limit is DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE={settings.DATA_UPLOAD_MAX_MEMORY_SIZE}.",
-                details={"size": int(length), "limit": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
-            )
+        # A body over DATA_UPLOAD_MAX_MEMORY_SIZE was refused before any view (memoryproject.middleware).
         super().initial(request, *args, **kwargs)
         _refuse_nul(request, kwargs)
 
@@ -103,38 +99,40 @@ def _new_conversation_id(value: str) -> str:
 
 
 class ConversationPagination(LimitOffsetPagination):
+    """Limit/offset pages whose parameters are validated (``PageQuerySerializer``): a limit or offset
+    that is negative, not a number or past its bound is a 400 naming it, never a silent default."""
+
     default_limit = 50
+    query_serializer = serializers.PageQuerySerializer
 
     @property
     def max_limit(self) -> int:  # read at request time so tests and deployments may change it
         return settings.MEMORY_MAX_PAGE_SIZE
 
+    def page_values(self, request: Request) -> dict[str, Any]:
+        query = self.query_serializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return query.validated_data
+
     def get_limit(self, request: Request) -> int | None:
-        raw = request.query_params.get(self.limit_query_param)
-        if raw is not None and raw.isdigit():
-            serializers.check_page_size(int(raw), field="limit")
-        return super().get_limit(request)
+        return self.page_values(request).get("limit") or min(self.default_limit, self.max_limit)
+
+    def get_offset(self, request: Request) -> int:
+        return self.page_values(request)["offset"]
 
 
 class ConversationListView(TenantAPIView):
     @extend_schema(
-        parameters=[
-            OpenApiParameter("user_id", str),
-            OpenApiParameter("agent_id", str),
-            OpenApiParameter("archived", bool),
-            OpenApiParameter("limit", int),
-            OpenApiParameter("offset", int),
-        ],
+        parameters=[serializers.ConversationListQuerySerializer],
         responses=serializers.ConversationPageSerializer,
         operation_id="conversations_list",
     )
     def get(self, request: Request) -> Response:
-        archived = request.query_params.get("archived")
+        query = serializers.ConversationListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        values = query.validated_data
         queryset = selectors.conversation_list(
-            tenant=self.tenant,
-            user_id=request.query_params.get("user_id"),
-            agent_id=request.query_params.get("agent_id"),
-            archived=None if archived is None else archived.lower() in ("1", "true", "yes"),
+            tenant=self.tenant, user_id=values.get("user_id"), agent_id=values.get("agent_id"), archived=values["archived"]
         )
         paginator = ConversationPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
@@ -394,6 +392,26 @@ class ApiRootView(APIView):
 
 
 class StatusView(TenantAPIView):
-    @extend_schema(responses=dict)
+    """Status by role. A tenant's key sees whether each backend answers and its own figures only; the
+    deployment's figures (queue depths, every tenant's cache and fallback counters, the backends'
+    error texts) need the metrics token (``Authorization: Bearer <MEMORY_METRICS_TOKEN>``) or a
+    superuser's admin session; a staff user bound to a tenant sees that tenant's, as its key would."""
+
+    authentication_classes = [
+        authentication.TenantApiKeyAuthentication,
+        authentication.MetricsTokenAuthentication,
+        authentication.StaffSessionAuthentication,
+    ]
+    permission_classes = [authentication.IsTenantOrOperator]
+
+    @extend_schema(
+        responses={200: serializers.StatusOutSerializer},
+        description='With a tenant\'s API key: scope "tenant", whether the database, cache and broker answer, and '
+        "the tenant's own cache figures and conversations awaiting a cache repair. With the metrics token "
+        '(Authorization: Bearer) or a superuser\'s admin session: scope "deployment", with latencies, error texts, '
+        "queue depths and every tenant's figures.",
+    )
     def get(self, request: Request) -> Response:
-        return Response(selectors.backend_status())
+        if isinstance(request.user, authentication.OperatorPrincipal):
+            return Response(selectors.backend_status())
+        return Response(selectors.tenant_status(tenant=self.tenant))

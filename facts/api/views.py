@@ -8,21 +8,19 @@ conversation list (``limit``, ``offset``; ``count``, ``next``, ``previous``, ``r
 """
 
 from django.db import DatabaseError
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from conversations.api.serializers import PageQuerySerializer
 from conversations.api.views import ConversationPagination, TenantAPIView
 from conversations.exceptions import NotFound
 from facts import selectors, services
 from facts.api import serializers
 from facts.models import UserFact, UserFactChange
 
-PAGE_PARAMETERS = [
-    OpenApiParameter("limit", int, description="Page size (default 50, at most MEMORY_MAX_PAGE_SIZE)."),
-    OpenApiParameter("offset", int, description="Changes to skip."),
-]
+PAGE_PARAMETERS = [PageQuerySerializer]
 
 
 def _fact(fact: UserFact) -> dict:

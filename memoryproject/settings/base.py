@@ -45,13 +45,17 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memoryproject.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    # Django's, without the trailing-slash redirect under /api/ (the JSON 404 names the right path).
+    "memoryproject.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "memoryproject.middleware.AuthenticationMiddleware",
     "memoryproject.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # The request id on every log line, and one structured line per request.
     "memoryproject.middleware.RequestLogMiddleware",
+    # Under /api/: the URI and body bounds (414, 413, chunked bodies read within the limit), and the
+    # JSON error document on every error answer; inside the request log, so refusals are logged too.
+    "memoryproject.middleware.ApiErrorMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -116,6 +120,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Request bodies: the API's own limits (MEMORY_MAX_*) answer first with a precise message;
 # this is the outer bound Django enforces before parsing.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", default=8 * 1024 * 1024)
+# The longest URI (path and query) the API reads, answered 414 beyond; below gunicorn's own bound on
+# the request line (gunicorn.conf.py), so that the refusal is the API's JSON error.
+MEMORY_MAX_URL_LENGTH = env.int("MEMORY_MAX_URL_LENGTH", default=8_000)
 
 
 def database_settings(url: str) -> dict:
@@ -217,7 +224,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["tenants.authentication.IsTenantAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "conversations.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "conversations.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     # Per tenant: MEMORY_RATE_LIMIT requests per MEMORY_RATE_WINDOW seconds, counted in Redis.
@@ -303,6 +310,8 @@ MEMORY_MAX_FACTS_PER_USER = env.int("MEMORY_MAX_FACTS_PER_USER", default=500)
 MEMORY_MAX_FACT_KEY_LENGTH = min(200, env.int("MEMORY_MAX_FACT_KEY_LENGTH", default=200))  # the column holds 200
 MEMORY_MAX_FACT_VALUE_CHARS = env.int("MEMORY_MAX_FACT_VALUE_CHARS", default=4_000)
 MEMORY_MAX_QUERY_CHARS = env.int("MEMORY_MAX_QUERY_CHARS", default=2_000)
+# The most a search request may ask for of vector_fetch_limit, candidate_limit and cross_session_trigger.
+MEMORY_MAX_SEARCH_CANDIDATES = env.int("MEMORY_MAX_SEARCH_CANDIDATES", default=100_000)
 # /metrics names tenants: served only to a scraper sending "Authorization: Bearer <this>" (unset: off).
 MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="")
 # Requests one tenant may make per window (tenants/throttling.py); 0 turns throttling off.

@@ -2,24 +2,60 @@
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
+from conversations.api.serializers import check_at_most, check_page_size
+from conversations.exceptions import LimitExceeded
 from search.selectors import MODES, SCOPES
+
+# The search parameters that count messages or vectors, each bounded by MEMORY_MAX_SEARCH_CANDIDATES:
+# a client may narrow the search the tenant's settings describe, never make it unbounded.
+COUNTS = ("vector_fetch_limit", "cross_session_trigger", "candidate_limit")
 
 
 class SearchQuerySerializer(serializers.Serializer):
-    q = serializers.CharField(trim_whitespace=False, help_text="The words or question to search for.")
+    """Every parameter bounded: a value out of its bounds is a 400 naming it and the bound."""
+
+    q = serializers.CharField(
+        trim_whitespace=False, help_text="The words or question to search for (at most MEMORY_MAX_QUERY_CHARS)."
+    )
     mode = serializers.ChoiceField(choices=MODES, required=False, help_text="hybrid (default), semantic (seed 003) or keyword.")
     scope = serializers.ChoiceField(
         choices=SCOPES,
         required=False,
         help_text="auto: the conversation, and the user's others while it holds fewer than cross_session_trigger messages.",
     )
-    top_k = serializers.IntegerField(required=False, min_value=1)
+    top_k = serializers.IntegerField(required=False, min_value=1, help_text="At most MEMORY_MAX_PAGE_SIZE.")
     min_similarity = serializers.FloatField(required=False, min_value=-1.0, max_value=1.0)
-    vector_fetch_limit = serializers.IntegerField(required=False, min_value=0)
-    cross_session_trigger = serializers.IntegerField(required=False, min_value=0)
-    candidate_limit = serializers.IntegerField(required=False, min_value=0)
+    vector_fetch_limit = serializers.IntegerField(required=False, min_value=0, help_text="At most MEMORY_MAX_SEARCH_CANDIDATES.")
+    cross_session_trigger = serializers.IntegerField(
+        required=False, min_value=0, help_text="At most MEMORY_MAX_SEARCH_CANDIDATES."
+    )
+    candidate_limit = serializers.IntegerField(required=False, min_value=0, help_text="At most MEMORY_MAX_SEARCH_CANDIDATES.")
+
+    def validate_q(self, value: str) -> str:
+        return _check_length(value, field="q", limit=settings.MEMORY_MAX_QUERY_CHARS, setting="MEMORY_MAX_QUERY_CHARS")
+
+    def validate_top_k(self, value: int) -> int:
+        return check_page_size(value, field="top_k")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        for name in COUNTS:
+            if name in attrs:
+                check_at_most(
+                    attrs[name], field=name, limit=settings.MEMORY_MAX_SEARCH_CANDIDATES, setting="MEMORY_MAX_SEARCH_CANDIDATES"
+                )
+        return attrs
+
+
+def _check_length(value: str, *, field: str, limit: int, setting: str) -> str:
+    if len(value) > limit:
+        raise LimitExceeded(
+            f"{field} is {len(value)} characters; the limit is {setting}={limit}.",
+            details={"field": field, "size": len(value), "limit": limit},
+        )
+    return value
 
 
 class SearchHitSerializer(serializers.Serializer):

@@ -604,12 +604,14 @@ def test_an_unknown_or_malformed_message_id_answers_404(api, tenant, no_worker, 
 
 # --- Status, schema, metrics -----------------------------------------------------------------------
 
+SCRAPER = {"HTTP_AUTHORIZATION": "Bearer test-metrics-token"}
 
-def test_status_reports_every_backend_and_the_queue_depth(api, tenant, no_worker):
+
+def test_status_reports_every_backend_and_the_queue_depth_to_the_metrics_scraper(api, client, tenant, no_worker):
     append(api, "c1")
     append(api, "c1")
 
-    answer = api.get("/api/v1/status/")
+    answer = client.get("/api/v1/status/", **SCRAPER)
 
     assert answer.status_code == 200, answer.content
     status = answer.json()
@@ -630,12 +632,13 @@ def test_status_reports_every_backend_and_the_queue_depth(api, tenant, no_worker
     }
 
 
-def test_status_reports_the_cache_down_while_redis_is_unreachable(api, tenant):
+def test_status_reports_the_cache_down_while_redis_is_unreachable(api, client, tenant):
     with redis_unreachable():
-        answer = api.get("/api/v1/status/")
+        answer = client.get("/api/v1/status/", **SCRAPER)
 
     assert answer.status_code == 200
     assert answer.json()["cache"]["ok"] is False
+    assert answer.json()["cache"]["error"]
     assert answer.json()["database"]["ok"] is True
     assert answer.json()["ok"] is False
     assert answer.json()["flags"]["using_redis"] is False
@@ -669,9 +672,6 @@ def test_the_openapi_schema_says_how_to_send_the_api_key(client, db):
 def cache_lookups(text: str, *, tenant: str, data_type: str, result: str) -> float:
     line_start = f'memory_cache_requests_total{{data_type="{data_type}",result="{result}",tenant="{tenant}"}} '
     return sum(float(line[len(line_start) :]) for line in text.splitlines() if line.startswith(line_start))
-
-
-SCRAPER = {"HTTP_AUTHORIZATION": "Bearer test-metrics-token"}
 
 
 def test_metrics_count_cache_lookups_in_prometheus_text(api, client, tenant):

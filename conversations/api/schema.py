@@ -1,0 +1,41 @@
+"""The API's OpenAPI schema (drf-spectacular): every operation documents its error answers, each with
+the one error body (``ErrorDocument``: ``{"error": {"code", "message", "details"}}``)."""
+
+from typing import Any
+
+from drf_spectacular import openapi
+from drf_spectacular.utils import OpenApiResponse
+
+from conversations.api.serializers import ErrorDocumentSerializer
+
+# Status -> what it means here; every operation may answer these.
+COMMON_ERRORS = {
+    400: "validation_error, parse_error or limit_exceeded: error.message and error.details name the field "
+    "(and, for a limit, the bound and its setting).",
+    401: "not_authenticated or authentication_failed: no valid key (Authorization: Api-Key <key>).",
+    404: "not_found: no such resource for this tenant, or no such endpoint.",
+    405: "method_not_allowed: the path does not take this method (the Allow header lists those it takes).",
+    414: "uri_too_long: the URI is longer than MEMORY_MAX_URL_LENGTH.",
+    429: "throttled: the tenant's MEMORY_RATE_LIMIT was reached; retry after the Retry-After header's seconds.",
+    500: "server_error: the service failed; the request is logged.",
+    503: "service_unavailable (or a code naming the backend): retry after the Retry-After header's seconds.",
+}
+# Also answered by the operations that take a body.
+BODY_ERRORS = {
+    413: "payload_too_large: the body is over DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE (a chunked body too).",
+    415: "unsupported_media_type: send Content-Type: application/json.",
+}
+BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+class AutoSchema(openapi.AutoSchema):
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        bodies = super()._get_response_bodies(direction)
+        errors = COMMON_ERRORS | (BODY_ERRORS if self.method in BODY_METHODS else {})
+        for status, description in sorted(errors.items()):
+            bodies.setdefault(str(status), {"description": description})
+        for status, body in bodies.items():
+            if status.startswith(("4", "5")) and "content" not in body:
+                documented = OpenApiResponse(ErrorDocumentSerializer, description=body.get("description", ""))
+                bodies[status] = self._get_response_for_code(documented, status, direction=direction)
+        return bodies
