@@ -1012,6 +1012,11 @@ def throttle_count(*, tenant_slug: str, key: str, ttl: int) -> int:
     return int(_call("throttle", tenant_slug, _scripts().throttle_count, keys=[key], args=[ttl]))
 
 
+def throttle_read(*, tenant_slug: str, key: str) -> int:
+    """The count of a throttle window, without counting."""
+    return int(_call("throttle", tenant_slug, client().get, key) or 0)
+
+
 def get_memory(*, tenant_slug: str, conversation_id: str) -> dict[str, Any] | None:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     value = _call("memory_get", tenant_slug, client().get, keys.memory)

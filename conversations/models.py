@@ -8,8 +8,10 @@ and identical in Redis and PostgreSQL. Tenant-owned models refuse unscoped queri
 """
 
 import hashlib
+import hmac
 import uuid
 
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
@@ -116,15 +118,40 @@ class Message(models.Model):
         return f"{self.conversation_id}#{self.seq} {self.role}"
 
 
+TOMBSTONE_KEY_PREFIX = "hmac-sha256:"
+
+
+def tombstone_secrets() -> list[str]:
+    """The secrets of the tombstones' HMAC, newest first: ``MEMORY_TOMBSTONE_KEYS``, else
+    ``SECRET_KEY`` then ``SECRET_KEY_FALLBACKS``."""
+    configured = [key.strip() for key in settings.MEMORY_TOMBSTONE_KEYS if key.strip()]
+    return configured or [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+
+
+def tombstone_digest(digest: str, secret: str) -> str:
+    """The key of a tombstone from the SHA-256 (hex) of its conversation id: what a tombstone kept
+    before it was keyed, so that those can be keyed in place (migration 0006)."""
+    mac = hmac.new(f"memory-service tombstones:{secret}".encode(), digest.encode(), hashlib.sha256)
+    return TOMBSTONE_KEY_PREFIX + mac.hexdigest()
+
+
+def tombstone_keys(conversation_id: str) -> list[str]:
+    """Every key a tombstone of this conversation may be stored under, one per secret, newest first."""
+    digest = hashlib.sha256(conversation_id.encode()).hexdigest()
+    return [tombstone_digest(digest, secret) for secret in tombstone_secrets()]
+
+
 def tombstone_key(conversation_id: str) -> str:
-    """What a tombstone keeps of a conversation id: a digest, so an erased conversation (or user)
-    leaves nothing readable behind, while a queued task can still be matched against it."""
-    return "sha256:" + hashlib.sha256(conversation_id.encode()).hexdigest()
+    """What a tombstone keeps of a conversation id: an HMAC with a deployment secret, so an erased
+    conversation (or user) leaves nothing readable behind and no guessed id can be confirmed by
+    hashing it, while a queued task can still be matched against it. New tombstones are keyed with
+    the newest secret; ``tombstone_keys`` finds those keyed with an older one."""
+    return tombstone_keys(conversation_id)[0]
 
 
 class Tombstone(models.Model):
     """An erased conversation, or its cleared messages: persist tasks still queued for it with an
-    older seq (or memory revision) are dropped. Found by ``tombstone_key(conversation_id)``."""
+    older seq (or memory revision) are dropped. Found by ``tombstone_keys(conversation_id)``."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     conversation_key = models.CharField(max_length=200)

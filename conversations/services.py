@@ -43,14 +43,22 @@ import structlog
 from amqp.exceptions import MessageNacked
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 from kombu.entity import PERSISTENT_DELIVERY_MODE
 from kombu.utils.uuid import uuid as kombu_uuid
 
 from conversations import cache, metrics, storable, tokens
 from conversations.exceptions import Conflict, NotFound, ServiceUnavailable
-from conversations.models import CacheRepair, Conversation, DeadLetter, LedgerEpoch, Message, Tombstone, tombstone_key
+from conversations.models import (
+    CacheRepair,
+    Conversation,
+    DeadLetter,
+    LedgerEpoch,
+    Message,
+    Tombstone,
+    tombstone_keys,
+)
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -355,13 +363,8 @@ def _database_seq_floor(*, tenant: Tenant, conversation_id: str) -> int:
         .values_list("last_seq", "memory_revision")
         .first()
     )
-    tombstone = (
-        Tombstone.objects.for_tenant(tenant)
-        .filter(conversation_key=tombstone_key(conversation_id))
-        .values_list("erased_before_seq", flat=True)
-        .first()
-    )
-    return max(*(conversation or (0, 0)), tombstone or 0)
+    tombstone = _tombstone_floors(tenant=tenant, conversation_id=conversation_id)
+    return max(*(conversation or (0, 0)), tombstone.erased_before_seq)
 
 
 def _append_through_cache(
@@ -1071,13 +1074,14 @@ class PersistConflict(Exception):
 PERSIST_SQL = """
     WITH payload AS (
         SELECT * FROM jsonb_to_recordset(%(payloads)s::jsonb) AS p(
-            tenant bigint, conversation text, tombstone text, user_id text, agent_id text, messages jsonb
+            tenant bigint, conversation text, tombstones jsonb, user_id text, agent_id text, messages jsonb
         )
     ), conversation AS (
         SELECT DISTINCT ON (p.tenant, p.conversation) p.tenant, p.conversation, c.id,
             COALESCE((
                 SELECT max(t.erased_before_seq) FROM conversations_tombstone t
-                WHERE t.tenant_id = p.tenant AND t.conversation_key = p.tombstone
+                WHERE t.tenant_id = p.tenant
+                    AND t.conversation_key = ANY (ARRAY(SELECT jsonb_array_elements_text(p.tombstones)))
             ), 0) AS floor
         FROM payload p
         LEFT JOIN conversation_memories c ON c.tenant_id = p.tenant AND c.conversation_id = p.conversation
@@ -1140,7 +1144,7 @@ def _persist_statement(payloads: Sequence[dict[str, Any]]) -> dict[tuple[int, st
         {
             "tenant": payload["tenant_id"],
             "conversation": payload["conversation_id"],
-            "tombstone": tombstone_key(payload["conversation_id"]),
+            "tombstones": tombstone_keys(payload["conversation_id"]),
             "user_id": payload.get("user_id", ""),
             "agent_id": payload.get("agent_id", ""),
             "messages": payload["messages"],
@@ -1560,13 +1564,8 @@ def cache_rebuild(
     rows = conversation_messages(tenant=tenant, conversation_id=conversation_id, limit=limit + 1)
     pending = snapshot.pending
     if pending:
-        erased_before = (
-            Tombstone.objects.for_tenant(tenant)
-            .filter(conversation_key=tombstone_key(conversation_id))
-            .values_list("erased_before_seq", flat=True)
-            .first()
-        )
-        pending = [m for m in pending if erased_before is None or m["seq"] >= erased_before]
+        erased_before = _tombstone_floors(tenant=tenant, conversation_id=conversation_id).erased_before_seq
+        pending = [m for m in pending if m["seq"] >= erased_before]
     merged = merge_messages(rows, pending)
     complete = len(rows) <= limit and len(merged) <= limit
     merged = merged[-limit:]
@@ -1712,6 +1711,47 @@ def conversation_update(*, tenant: Tenant, conversation_id: str, changes: dict[s
 
 
 @dataclass(frozen=True)
+class TombstoneFloors:
+    """What an erased conversation's tombstones say: seqs (and memory revisions) below these were erased."""
+
+    erased_before_seq: int = 0
+    memory_erased_before: int = 0
+
+
+def _tombstone_floors(*, tenant: Tenant | int, conversation_id: str) -> TombstoneFloors:
+    """The highest floors of the conversation's tombstones, under any of the tombstone secrets."""
+    floors = (
+        Tombstone.objects.for_tenant(tenant)
+        .filter(conversation_key__in=tombstone_keys(conversation_id))
+        .aggregate(seq=Max("erased_before_seq"), memory=Max("memory_erased_before"))
+    )
+    return TombstoneFloors(erased_before_seq=floors["seq"] or 0, memory_erased_before=floors["memory"] or 0)
+
+
+def _tombstone_raise(*, tenant: Tenant, conversation_id: str, erased_before_seq: int, memory_erased_before: int) -> None:
+    """Raise the conversation's tombstone to these floors (never lower it), creating it if needed. A
+    tombstone keyed with an older secret is keyed again with the newest one (``tombstone_key``)."""
+    keys = tombstone_keys(conversation_id)
+    tombstones = list(Tombstone.objects.for_tenant(tenant).filter(conversation_key__in=keys).select_for_update())
+    if not tombstones:
+        tombstone, created = Tombstone.objects.for_tenant(tenant).get_or_create(
+            tenant=tenant,
+            conversation_key=keys[0],
+            defaults={"erased_before_seq": erased_before_seq, "memory_erased_before": memory_erased_before},
+        )
+        if created:
+            return
+        tombstones = [tombstone]  # created meanwhile by another erase
+    kept, *older = sorted(tombstones, key=lambda tombstone: keys.index(tombstone.conversation_key))
+    kept.conversation_key = keys[0]
+    kept.erased_before_seq = max(erased_before_seq, *(tombstone.erased_before_seq for tombstone in tombstones))
+    kept.memory_erased_before = max(memory_erased_before, *(tombstone.memory_erased_before for tombstone in tombstones))
+    if older:
+        Tombstone.objects.for_tenant(tenant).filter(pk__in=[tombstone.pk for tombstone in older]).delete()
+    kept.save(update_fields=["conversation_key", "erased_before_seq", "memory_erased_before"])
+
+
+@dataclass(frozen=True)
 class EraseResult:
     messages: int
     cache_keys: int
@@ -1759,16 +1799,12 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str, messages_only: b
                 Summary.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id).delete()
             else:
                 Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
-            tombstone, created = Tombstone.objects.for_tenant(tenant).get_or_create(
+            _tombstone_raise(
                 tenant=tenant,
-                conversation_key=tombstone_key(conversation_id),
-                defaults={"erased_before_seq": erased_before, "memory_erased_before": 0 if messages_only else erased_before},
+                conversation_id=conversation_id,
+                erased_before_seq=erased_before,
+                memory_erased_before=0 if messages_only else erased_before,
             )
-            if not created:
-                tombstone.erased_before_seq = max(tombstone.erased_before_seq, erased_before)
-                if not messages_only:
-                    tombstone.memory_erased_before = max(tombstone.memory_erased_before, erased_before)
-                tombstone.save(update_fields=["erased_before_seq", "memory_erased_before"])
             CacheRepair.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
             if not cache_reached:
                 CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=conversation_id, erase=True)
@@ -1966,8 +2002,8 @@ def memory_persist(*, payload: dict[str, Any]) -> bool:
     """Store a memory document unless a newer revision is already stored (idempotent)."""
     tenant_id, conversation_id = payload["tenant_id"], payload["conversation_id"]
     with transaction.atomic():
-        tombstone = Tombstone.objects.for_tenant(tenant_id).filter(conversation_key=tombstone_key(conversation_id)).first()
-        if tombstone and payload["revision"] < tombstone.memory_erased_before:
+        tombstone = _tombstone_floors(tenant=tenant_id, conversation_id=conversation_id)
+        if payload["revision"] < tombstone.memory_erased_before:
             return False
         conversation = _conversation_for_update(
             tenant_id=tenant_id,

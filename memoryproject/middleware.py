@@ -4,9 +4,15 @@
 (``request_finished``: ``code``, ``request``, ``user_agent``), with ``request_id``, ``ip`` and
 ``user_id`` bound to structlog's context so that every line logged while the request runs carries
 them too. It keeps django-structlog's event names, fields and levels (INFO, WARNING for a 4xx, ERROR
-for a 5xx, ``request_failed`` with the traceback for an unhandled exception) for less work: the
-client address is read through django-ipware only when a proxy header names one, the user only on a
-browser request, and a line below the logger's level (``memoryproject.requests``) is never built.
+for a 5xx, ``request_failed`` with the traceback for an unhandled exception) for less work: the user
+is read only on a browser request, and a line below the logger's level (``memoryproject.requests``)
+is never built.
+
+``client_ip`` is the one answer to "who is calling" for the log, the API's throttle of failed
+authentications and the admin's login lockout. ``X-Forwarded-For`` is believed only when the
+connection comes from a proxy in ``MEMORY_TRUSTED_PROXIES`` (CIDRs), and then read from the right:
+the client is the rightmost address that is not itself a trusted proxy. Anything a client writes into
+the header to the left of that is ignored, so no client can choose the address it is counted under.
 
 ``ApiErrorMiddleware`` keeps one error surface under ``/api/``: a request line longer than
 ``MEMORY_MAX_URL_LENGTH`` is a 414 and a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` a 413 (a chunked
@@ -23,11 +29,13 @@ status page, where an operator's session shows the whole deployment) and all the
 every other request (the admin, the schema and the docs).
 """
 
+import functools
 import io
+import ipaddress
 import logging
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -41,8 +49,6 @@ from django.core.signals import got_request_exception
 from django.http import Http404, HttpRequest, HttpResponse
 from django.middleware import common
 from django.utils.functional import SimpleLazyObject
-from ipware import get_client_ip
-from python_ipware.modern.defaults import DEFAULT_PRECEDENCE
 
 from memoryproject import errors
 
@@ -54,14 +60,31 @@ logger = structlog.get_logger(LOGGER_NAME)
 level_filter = logging.getLogger(LOGGER_NAME)
 
 
-# The headers through which a proxy names the client, as a WSGI server presents them. When none is
-# present the address is the connection's own (REMOTE_ADDR), which is what django-ipware would answer.
-def _wsgi_spellings(header: str) -> set[str]:
-    name = header.upper().replace("-", "_")
-    return {header, name, name if name.startswith("HTTP_") else f"HTTP_{name}"}
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-PROXY_HEADERS = frozenset().union(*(_wsgi_spellings(header) for header in DEFAULT_PRECEDENCE if header != "REMOTE_ADDR"))
+@functools.lru_cache(maxsize=8)
+def trusted_networks(cidrs: tuple[str, ...]) -> tuple[IpNetwork, ...]:
+    return tuple(ipaddress.ip_network(cidr.strip(), strict=False) for cidr in cidrs if cidr.strip())
+
+
+def _address(value: str) -> IpAddress | None:
+    value = value.strip()
+    if value.startswith("[") and "]" in value:  # "[2001:db8::1]:443"
+        value = value[1 : value.index("]")]
+    elif value.count(":") == 1:  # "192.0.2.1:443"
+        value = value.partition(":")[0]
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return None
+    mapped = getattr(address, "ipv4_mapped", None)
+    return mapped or address
+
+
+def _trusted(address: IpAddress, networks: Sequence[IpNetwork]) -> bool:
+    return any(address.version == network.version and address in network for network in networks)
 
 
 # The one API path an operator's admin session may call: the deployment-wide status.
@@ -183,9 +206,28 @@ def as_error_document(response: HttpResponse) -> HttpResponse:
 
 
 def client_ip(request: HttpRequest) -> str | None:
-    if PROXY_HEADERS.isdisjoint(request.META):
-        return request.META.get("REMOTE_ADDR") or None
-    return get_client_ip(request)[0]
+    """The client's address: the connection's own, or, when that is a trusted proxy, the rightmost
+    address of ``X-Forwarded-For`` that is not a trusted proxy (every hop to its right is one).
+
+    A hop that is not an address (a proxy that writes ``unknown``) stops the walk at the trusted
+    proxy that wrote it: the requests behind it share that proxy's address rather than one a client
+    could make up."""
+    remote = _address(request.META.get("REMOTE_ADDR", ""))
+    if remote is None:
+        return None
+    networks = trusted_networks(tuple(settings.MEMORY_TRUSTED_PROXIES))
+    if not networks or not _trusted(remote, networks):
+        return str(remote)
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    client = remote
+    for hop in reversed([hop for hop in forwarded.split(",") if hop.strip()]):
+        address = _address(hop)
+        if address is None:
+            break
+        client = address
+        if not _trusted(address, networks):
+            break
+    return str(client)
 
 
 def level_for_status(status_code: int) -> int:

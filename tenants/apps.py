@@ -9,12 +9,16 @@ class TenantsConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from tenants import schema  # noqa: F401 - registers the OpenAPI security scheme
-        from tenants.models import ProviderCredential, TenantApiKey
-        from tenants.services import api_key_forget, provider_credential_forget
+        from tenants.models import ProviderCredential, Tenant, TenantApiKey
+        from tenants.services import api_key_forget, provider_credential_forget, tenant_forget
 
-        # A deleted key (or every key of a deleted tenant, by cascade) must not live on in the auth
-        # cache: however it was deleted (admin, shell, a tenant's cascade), its record goes too.
-        post_delete.connect(api_key_forget, sender=TenantApiKey, dispatch_uid="tenants.api_key_forget")
+        # A key saved (revoked, expired, moved) or deleted (or every key of a deleted tenant, by
+        # cascade) must not live on in the auth cache: however it was changed (admin, shell, a model
+        # save), its record goes too. Changes that send no signal (a queryset update, raw SQL) are
+        # bounded by MEMORY_AUTH_REVALIDATE instead (tenants/authentication.py).
+        for signal in (post_save, post_delete):
+            signal.connect(api_key_forget, sender=TenantApiKey, dispatch_uid=f"tenants.api_key_forget.{signal}")
+        post_save.connect(tenant_forget, sender=Tenant, dispatch_uid="tenants.tenant_forget")
         for signal in (post_save, post_delete):
             signal.connect(
                 provider_credential_forget, sender=ProviderCredential, dispatch_uid=f"tenants.credential_forget.{signal}"

@@ -1,5 +1,7 @@
 """Writes for tenants and their API keys. Every change that affects authentication forgets the
-cached key records at once, so a revoked key or a deactivated tenant is refused on the next call.
+cached key records at once, so a revoked key or a deactivated tenant is refused on the next call
+(a change made around these services, by a queryset update or raw SQL, is refused within
+``MEMORY_AUTH_REVALIDATE`` seconds: ``tenants.authentication``).
 
 Names, user names, e-mail addresses, passwords and secrets given to these services (by the commands,
 mostly, whose arguments may carry any character) pass the door first (``conversations.storable``):
@@ -129,6 +131,7 @@ def api_key_create(*, tenant: Tenant, name: str, expiry_date: datetime | None = 
     """Create a key; the plain key is returned once and never stored."""
     storable_text(name, field="name")
     api_key, plain = TenantApiKey.objects.create_key(tenant=tenant, name=name, expiry_date=expiry_date)
+    _forget(api_key.prefix)  # the prefix may have been remembered as unknown
     logger.info("api_key_created", tenant=tenant.slug, prefix=api_key.prefix)
     return api_key, plain
 
@@ -147,8 +150,15 @@ def auth_cache_forget(*, tenant: Tenant) -> None:
 
 
 def api_key_forget(*, instance: TenantApiKey, **_: object) -> None:
-    """After a key is deleted: its cached record goes (connected to ``post_delete`` in ``apps``)."""
+    """After a key is saved or deleted, however (admin, shell, a tenant's cascade): its cached record
+    goes (connected to ``post_save`` and ``post_delete`` in ``apps``)."""
     _forget(instance.prefix)
+
+
+def tenant_forget(*, instance: Tenant, created: bool = False, **_: object) -> None:
+    """After a tenant is saved, however: the cached records of its keys go (``post_save`` in ``apps``)."""
+    if not created:
+        auth_cache_forget(tenant=instance)
 
 
 def _forget(prefix: str) -> None:

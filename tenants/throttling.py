@@ -17,10 +17,17 @@ one script (``conversations.cache.auth_record_counted``); this throttle then onl
 another tenant (or whose tenant changed its window) is counted again where it belongs and taken
 back where it was guessed; a key that fails to authenticate is taken back too.
 
-Requests without a tenant (the API root, the schema and the docs) are not counted. When Redis does
-not answer, the request passes: throttling protects capacity, and must not turn a cache outage into
-an API outage (DESIGN.md 5.6). The miss is logged and counted in ``memory_cache_errors_total`` and
-``memory_fallbacks_total``.
+Requests without a tenant (the API root, the schema and the docs) are not counted here. Requests
+that fail to authenticate (no key where one is needed, a wrong, unknown, revoked or expired key) are
+counted per client address instead (``memoryproject.middleware.client_ip``): at most
+``MEMORY_AUTH_FAILURE_LIMIT`` in each window of ``MEMORY_AUTH_FAILURE_WINDOW`` seconds, under
+``throttle:address:<address>:<W>:<n>``. Over it, such a request is a 429 with ``Retry-After`` and the
+error ``throttled`` instead of a 401, and a key whose record is not cached is refused before
+PostgreSQL is asked (``failure_check``). A valid key is never refused for its address's failures.
+
+When Redis does not answer, the request passes: throttling protects capacity, and must not turn a
+cache outage into an API outage (DESIGN.md 5.6). The miss is logged and counted in
+``memory_cache_errors_total`` and ``memory_fallbacks_total``.
 """
 
 import math
@@ -29,11 +36,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from django.conf import settings
 from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from conversations import cache, metrics
+from memoryproject.middleware import client_ip
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -42,6 +51,10 @@ logger = structlog.get_logger(__name__)
 # INCR and the expiry in one step: a counter is never left without an expiry.
 def throttle_key(*, tenant_id: int, window: int, number: int) -> str:
     return f"throttle:tenant:{tenant_id}:{window}:{number}"
+
+
+def address_key(*, address: str, window: int, number: int) -> str:
+    return f"throttle:address:{address}:{window}:{number}"
 
 
 @dataclass(frozen=True)
@@ -143,3 +156,59 @@ class TenantRateThrottle(BaseThrottle):
 
     def wait(self) -> float | None:
         return self.retry_after
+
+
+# --- Failed authentications, per client address ---------------------------------------------------
+
+ANONYMOUS = "-"  # the tenant label of an address's counts in the cache metrics
+
+
+def _address_window(request: Any) -> tuple[str, int, int] | None:
+    """The key, length and number of the client address's failure window now (None: no limit)."""
+    if settings.MEMORY_AUTH_FAILURE_LIMIT <= 0:
+        return None
+    address = client_ip(request) or "unknown"
+    length = max(1, settings.MEMORY_AUTH_FAILURE_WINDOW)
+    number = int(TenantRateThrottle.timer() // length)
+    return address_key(address=address, window=length, number=number), length, number
+
+
+def _over_limit(count: int, length: int, number: int) -> None:
+    limit = settings.MEMORY_AUTH_FAILURE_LIMIT
+    if count <= limit:
+        return
+    raise Throttled(
+        wait=max(1, math.ceil((number + 1) * length - TenantRateThrottle.timer())),
+        detail=f"Too many requests without a valid API key from this address: the limit is "
+        f"MEMORY_AUTH_FAILURE_LIMIT={limit} per MEMORY_AUTH_FAILURE_WINDOW={length} seconds.",
+    )
+
+
+def failure_count(request: Any) -> None:
+    """Count a failed authentication against the client's address; Throttled once it is over the limit."""
+    window = _address_window(request)
+    if window is None:
+        return
+    key, length, number = window
+    try:
+        count = cache.throttle_count(tenant_slug=ANONYMOUS, key=key, ttl=length + 1)
+    except cache.CacheUnavailable as error:
+        metrics.fallbacks.labels(kind="unthrottled").inc()
+        logger.warning("throttle_unavailable", address=key, error=str(error))
+        return
+    _over_limit(count, length, number)
+
+
+def failure_check(request: Any) -> None:
+    """Throttled if the client's address is already over its limit of failed authentications."""
+    window = _address_window(request)
+    if window is None:
+        return
+    key, length, number = window
+    try:
+        count = cache.throttle_read(tenant_slug=ANONYMOUS, key=key)
+    except cache.CacheUnavailable as error:
+        metrics.fallbacks.labels(kind="unthrottled").inc()
+        logger.warning("throttle_unavailable", address=key, error=str(error))
+        return
+    _over_limit(count + 1, length, number)

@@ -9,6 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from conversations import selectors
+from memoryproject.middleware import client_ip
 
 REQUESTS = "memoryproject.requests"
 CONVERSATIONS = "/api/v1/conversations/"
@@ -75,11 +76,32 @@ def test_an_unhandled_error_is_logged_once_with_its_traceback(api, request_lines
     assert "RuntimeError: the selector broke" in line["exception"]
 
 
-def test_the_client_address_named_by_a_proxy_is_logged(api, request_lines):
+def test_the_client_address_named_by_a_trusted_proxy_is_logged(api, request_lines, settings):
+    settings.MEMORY_TRUSTED_PROXIES = ["127.0.0.1/32", "10.0.0.0/8"]
     api.get(CONVERSATIONS, HTTP_X_FORWARDED_FOR="203.0.113.7, 10.0.0.1")
     api.get(CONVERSATIONS, REMOTE_ADDR="198.51.100.4")
 
     assert [line["ip"] for line in request_lines("request_finished")] == ["203.0.113.7", "198.51.100.4"]
+
+
+@pytest.mark.parametrize(
+    ("remote", "forwarded", "client"),
+    [
+        ("198.51.100.4", "203.0.113.7", "198.51.100.4"),  # not from a trusted proxy: the header is ignored
+        ("10.0.0.2", "203.0.113.7", "203.0.113.7"),
+        ("10.0.0.2", "6.6.6.6, 203.0.113.7", "203.0.113.7"),  # what the client wrote to the left is ignored
+        ("10.0.0.2", "6.6.6.6, 203.0.113.7, 10.0.0.9", "203.0.113.7"),  # through two proxies
+        ("10.0.0.2", "10.0.0.7, 10.0.0.9", "10.0.0.7"),  # every hop trusted: the farthest one
+        ("10.0.0.2", "203.0.113.7, unknown", "10.0.0.2"),  # a proxy that writes no address
+        ("10.0.0.2", "", "10.0.0.2"),
+        ("::ffff:10.0.0.2", "2001:db8::7", "2001:db8::7"),
+    ],
+)
+def test_x_forwarded_for_is_believed_only_from_a_trusted_proxy_and_read_from_the_right(remote, forwarded, client, settings, rf):
+    settings.MEMORY_TRUSTED_PROXIES = ["10.0.0.0/8"]
+    request = rf.get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)
+
+    assert client_ip(request) == client
 
 
 def test_no_line_is_built_below_the_loggers_level(api, caplog):

@@ -4,9 +4,11 @@ Service URLs (``DATABASE_URL``, ``REDIS_URL``, ``CELERY_BROKER_URL``) are chosen
 modules; the ``MEMORY_*`` knobs (DESIGN.md section 7) are read here and a tenant may override them.
 """
 
+import ipaddress
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 from kombu import Exchange, Queue
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -103,14 +105,32 @@ STORAGES = {
 # --- The operators' admin -------------------------------------------------------------------------
 # Where the admin lives (a path nobody guesses keeps scanners off the login page).
 ADMIN_PATH = env.str("DJANGO_ADMIN_PATH", default="admin/").strip("/") + "/"
-# Login lockout (django-axes): after AXES_FAILURE_LIMIT failures for one username from one address,
-# that pair is refused for AXES_COOLOFF_TIME; an operator lifts it early with `manage.py axes_reset`.
+# CIDRs of the reverse proxies in front of the web processes (e.g. "10.0.0.0/8,127.0.0.1/32"):
+# X-Forwarded-For is believed only on a connection from one of them, and read from the right
+# (memoryproject.middleware.client_ip). Empty: every client is the connection's own address.
+MEMORY_TRUSTED_PROXIES = env.list("MEMORY_TRUSTED_PROXIES", default=[])
+for _cidr in MEMORY_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_cidr.strip(), strict=False)
+    except ValueError as _error:
+        raise ImproperlyConfigured(f"MEMORY_TRUSTED_PROXIES: {_cidr!r} is not an address or CIDR ({_error}).") from _error
+# Login lockout (django-axes, tenants/lockout.py), over failures in the last AXES_COOLOFF_TIME:
+# AXES_FAILURE_LIMIT failures for one username from one address lock that pair;
+# MEMORY_LOGIN_ADDRESS_FAILURE_LIMIT failures from one address, whatever the usernames, lock the
+# address; once a username has MEMORY_LOGIN_USER_FAILURE_LIMIT failures from all addresses together,
+# each address gets one try at it (slowed, never locked for an address that has not failed). An
+# operator lifts a lockout early with `manage.py axes_reset`.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
+AXES_HANDLER = "tenants.lockout.LoginLockoutHandler"
+AXES_CLIENT_IP_CALLABLE = "memoryproject.middleware.client_ip"
 AXES_FAILURE_LIMIT = env.int("DJANGO_LOGIN_FAILURE_LIMIT", default=5)
+MEMORY_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("MEMORY_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
+MEMORY_LOGIN_USER_FAILURE_LIMIT = env.int("MEMORY_LOGIN_USER_FAILURE_LIMIT", default=30)
 AXES_COOLOFF_TIME = env.float("DJANGO_LOGIN_LOCKOUT_HOURS", default=0.25)
+# What a successful login resets: the failures of that username from that address.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "admin/lockout.html"
@@ -292,7 +312,18 @@ MEMORY_REDIS_HASH_TAGS = env.bool("MEMORY_REDIS_HASH_TAGS", default=False)
 MEMORY_PENDING_TTL = env.int("MEMORY_PENDING_TTL", default=7 * 86400)
 MEMORY_APPEND_LOCK_TIMEOUT = env.float("MEMORY_APPEND_LOCK_TIMEOUT", default=5.0)
 MEMORY_REBUILD_LOCK_TTL = env.int("MEMORY_REBUILD_LOCK_TTL", default=30)
+# API keys (tenants/authentication.py). A cached key record is believed for MEMORY_AUTH_REVALIDATE
+# seconds after it was read from PostgreSQL, never longer however busy the key: the bound within
+# which a revocation or a deactivated tenant is refused on every process, whatever wrote it. A record
+# may still answer for MEMORY_AUTH_CACHE_TTL seconds after that reading while PostgreSQL does not.
+MEMORY_AUTH_REVALIDATE = env.float("MEMORY_AUTH_REVALIDATE", default=5.0)
 MEMORY_AUTH_CACHE_TTL = env.int("MEMORY_AUTH_CACHE_TTL", default=300)
+# Seconds a key prefix PostgreSQL does not know is remembered as unknown.
+MEMORY_AUTH_UNKNOWN_TTL = env.int("MEMORY_AUTH_UNKNOWN_TTL", default=60)
+# Requests without a valid key (none, or a wrong one) one client address may make per window; over
+# it, 429 with Retry-After and the error code `throttled`, before any PostgreSQL query.
+MEMORY_AUTH_FAILURE_LIMIT = env.int("MEMORY_AUTH_FAILURE_LIMIT", default=60)
+MEMORY_AUTH_FAILURE_WINDOW = env.int("MEMORY_AUTH_FAILURE_WINDOW", default=60)
 # A persist task tries a payload that fails while PostgreSQL answers at most this many times more,
 # then dead-letters it; waiting for an unreachable PostgreSQL costs no attempt (conversations/tasks.py).
 MEMORY_PERSIST_MAX_RETRIES = env.int("MEMORY_PERSIST_MAX_RETRIES", default=12)
@@ -334,6 +365,9 @@ MEMORY_CHAT_PROVIDERS = env.dict("MEMORY_CHAT_PROVIDERS", default={})
 # Fernet keys (comma-separated; the first encrypts, all decrypt, so a new key can be rotated in) of
 # the providers' credentials stored per tenant. Unset: one key derived from SECRET_KEY.
 MEMORY_CREDENTIAL_KEYS = env.list("MEMORY_CREDENTIAL_KEYS", default=[])
+# Secrets of the tombstones' HMAC (conversations.models.tombstone_key), newest first: the first keys
+# new tombstones, every one finds old ones. Unset: SECRET_KEY, then SECRET_KEY_FALLBACKS.
+MEMORY_TOMBSTONE_KEYS = env.list("MEMORY_TOMBSTONE_KEYS", default=[])
 
 # Overridable per tenant through Tenant.settings (validated against this list).
 MEMORY_TENANT_OVERRIDABLE = (

@@ -36,6 +36,9 @@ LOGGING["root"]["level"] = LOG_LEVEL  # noqa: F405
 # The suite is never throttled; the throttling tests set small limits per tenant.
 MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=1_000_000)
 
+# Nor are its many refused requests, all from one address; the tests of that throttle set a limit.
+MEMORY_AUTH_FAILURE_LIMIT = env.int("MEMORY_AUTH_FAILURE_LIMIT", default=1_000_000)
+
 # The metrics endpoint answers the tests that send this token.
 MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="test-metrics-token")
 

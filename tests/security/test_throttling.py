@@ -263,3 +263,117 @@ def test_a_known_prefix_with_a_wrong_secret_spends_nothing(api, tenant, clock):
 
     assert forged.get(CONVERSATIONS).status_code == 401
     assert window_count(tenant) == 1
+
+
+# --- Requests without a valid key, per client address -------------------------------------------------
+
+
+@pytest.fixture
+def failures_limited(settings: Any, clock: Clock) -> int:
+    settings.MEMORY_AUTH_FAILURE_LIMIT = 3
+    settings.MEMORY_AUTH_FAILURE_WINDOW = WINDOW
+    return 3
+
+
+def keyed(key: str, **extra: str) -> APIClient:
+    client = APIClient(**extra)
+    client.credentials(HTTP_AUTHORIZATION=f"Api-Key {key}")
+    return client
+
+
+def random_key() -> str:
+    import secrets
+
+    return f"{secrets.token_hex(4)}.{secrets.token_hex(16)}"
+
+
+def assert_throttled_as_json(answer: Any) -> None:
+    assert answer.status_code == 429, answer.content
+    assert answer["Retry-After"] == "15"
+    error = answer.json()["error"]
+    assert error["code"] == "throttled"
+    assert "MEMORY_AUTH_FAILURE_LIMIT=3" in error["message"]
+
+
+def test_requests_without_a_key_from_one_address_are_throttled_past_the_limit(db, failures_limited):
+    answers = [APIClient().get(CONVERSATIONS) for _ in range(5)]
+
+    assert [answer.status_code for answer in answers] == [401, 401, 401, 429, 429]
+    assert_throttled_as_json(answers[-1])
+    assert APIClient(REMOTE_ADDR="198.51.100.4").get(CONVERSATIONS).status_code == 401  # another address
+
+
+def test_wrong_keys_are_throttled_but_a_valid_key_from_the_same_address_still_works(api, tenant, failures_limited):
+    prefix = api.api_key.partition(".")[0]
+    wrong = [keyed(f"{prefix}.not-the-secret"), keyed(random_key()), keyed("not-a-key!"), keyed(random_key())]
+
+    answers = [client.get(CONVERSATIONS) for client in wrong]
+
+    assert [answer.status_code for answer in answers] == [401, 401, 401, 429]
+    assert_throttled_as_json(answers[-1])
+    assert api.get(CONVERSATIONS).status_code == 200
+
+
+def test_the_budget_of_an_address_comes_back_when_its_window_ends(db, failures_limited, clock):
+    assert [APIClient().get(CONVERSATIONS).status_code for _ in range(4)] == [401, 401, 401, 429]
+    clock.now += WINDOW
+
+    assert APIClient().get(CONVERSATIONS).status_code == 401
+
+
+def test_an_unknown_prefix_costs_one_query_then_none_while_it_is_remembered(db, settings):
+    from django.db import connection as default_connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = keyed(random_key())
+    with CaptureQueriesContext(default_connection) as first:
+        assert client.get(CONVERSATIONS).status_code == 401
+    with CaptureQueriesContext(default_connection) as again:
+        assert [client.get(CONVERSATIONS).status_code for _ in range(5)] == [401] * 5
+
+    assert len(first.captured_queries) == 1
+    assert len(again.captured_queries) == 0
+
+
+def test_past_the_limit_a_flood_of_random_keys_reaches_no_postgresql(db, failures_limited):
+    from django.db import connection as default_connection
+    from django.test.utils import CaptureQueriesContext
+
+    assert [keyed(random_key()).get(CONVERSATIONS).status_code for _ in range(3)] == [401, 401, 401]
+    with CaptureQueriesContext(default_connection) as flood:
+        answers = [keyed(random_key()).get(CONVERSATIONS) for _ in range(20)]
+
+    assert {answer.status_code for answer in answers} == {429}
+    assert flood.captured_queries == []
+
+
+def test_a_key_created_with_a_prefix_remembered_as_unknown_works_at_once(tenant):
+    from django.core.cache import cache as django_cache
+
+    from tenants.authentication import UNKNOWN
+
+    api_key, key = tenant_services.api_key_create(tenant=tenant, name="k")
+    django_cache.set(tenant_services.auth_cache_key(api_key.prefix), UNKNOWN, 60)  # as if guessed just before
+    api_key.name = "renamed"
+    api_key.save()  # any save of the key forgets what was cached under its prefix
+
+    assert keyed(key).get(CONVERSATIONS).status_code == 200
+
+
+def test_a_client_cannot_escape_its_address_with_x_forwarded_for(db, failures_limited):
+    answers = [APIClient().get(CONVERSATIONS, HTTP_X_FORWARDED_FOR=f"203.0.113.{n}") for n in range(5)]
+
+    assert [answer.status_code for answer in answers] == [401, 401, 401, 429, 429]
+
+
+def test_behind_a_trusted_proxy_each_client_is_counted_apart(db, failures_limited, settings):
+    settings.MEMORY_TRUSTED_PROXIES = ["10.0.0.0/8"]
+
+    def through_proxy(client_address: str, spoofed: str = "") -> int:
+        forwarded = f"{spoofed}, {client_address}" if spoofed else client_address
+        return APIClient(REMOTE_ADDR="10.0.0.2").get(CONVERSATIONS, HTTP_X_FORWARDED_FOR=forwarded).status_code
+
+    flooding = [through_proxy("198.51.100.9", spoofed=f"203.0.113.{n}") for n in range(5)]
+
+    assert flooding == [401, 401, 401, 429, 429]
+    assert through_proxy("203.0.113.1") == 401  # the address the flood wrote in the header is not blamed
