@@ -153,7 +153,7 @@ def tenant_choice_refusal(name: str, value: Any) -> str | None:
         if value in MODELS:
             return None
         return (
-            f"Unknown embedding model {value!r} for a tenant: choose one of {', '.join(MODELS)}, or '' for none. "
+            f"Unknown embedding model {value!r} in MEMORY_EMBEDDING_MODEL for a tenant: choose one of {', '.join(MODELS)}, or '' for none. "
             "A model named as code to import ('package.module:factory') is the deployment's own configuration, "
             "never a tenant's."
         )
