@@ -8,12 +8,18 @@ The tenant's settings (``Tenant.settings`` overrides, else the deployment's) cho
   Empty: no model, and the chat endpoint answers 503 naming the setting.
 * ``MEMORY_CHAT_BASE_URL``: the server to call instead of the provider's own, e.g. any
   OpenAI-compatible server (vLLM, llama.cpp, LM Studio, a gateway) with ``openai:<its model>``.
+  A tenant's own base URL passes the egress policy (``tenants.egress``) when it is saved and again
+  on every connection, and works with the ``openai`` provider, whose HTTP client the policy guards.
 * ``MEMORY_CHAT_TEMPERATURE``, ``MEMORY_CHAT_MAX_TOKENS``: defaults a request may override (the
   request's ``max_tokens`` up to the setting); ``MEMORY_CHAT_TIMEOUT``, ``MEMORY_CHAT_MAX_RETRIES``:
   the client's bounds.
 * The API key is the tenant's ``ProviderCredential`` for the provider, decrypted here and handed to
-  the model only. Without one the integration reads its own environment variable
-  (``OPENAI_API_KEY``...); with a base URL and neither, a placeholder, which local servers ignore.
+  the model only. Credentials never cross the tenant boundary: a server the tenant chose (its own
+  ``MEMORY_CHAT_BASE_URL``) is called with the tenant's credential and nothing else, and without one
+  the chat is refused (503 ``provider_credential_missing``). Only on the servers the deployment
+  configured (the provider's own, or the deployment's ``MEMORY_CHAT_BASE_URL``) may the integration
+  fall back to the deployment's environment variable (``OPENAI_API_KEY``...); with the deployment's
+  base URL and neither, a placeholder, which local servers ignore.
 
 A request may name another model of the same provider (``model``); it cannot change the provider,
 the server or the credentials.
@@ -25,7 +31,6 @@ import re
 import threading
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import structlog
 from django.conf import settings
@@ -34,6 +39,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from conversations.exceptions import ServiceUnavailable
+from tenants import egress
 from tenants.models import Tenant, provider_name
 from tenants.secrets import SecretUnreadable
 from tenants.services import provider_credential_secret
@@ -51,11 +57,13 @@ KEY_VARIABLES = {
     "groq": "GROQ_API_KEY",
     "google_genai": "GOOGLE_API_KEY",
 }
+# The providers whose HTTP client the egress policy guards: the only ones a tenant's own base URL serves.
+TENANT_URL_PROVIDERS = frozenset({"openai"})
 
 
 class ChatModelNotConfigured(ServiceUnavailable):
-    def __init__(self, message: str) -> None:
-        super().__init__(message, retry_after=60, code="chat_model_not_configured")
+    def __init__(self, message: str, *, code: str = "chat_model_not_configured") -> None:
+        super().__init__(message, retry_after=60, code=code)
 
 
 class ChatModelUnavailable(ServiceUnavailable):
@@ -72,6 +80,8 @@ class ChatSettings:
     max_tokens: int
     timeout: float
     max_retries: int
+    # True when the base URL is the tenant's own choice (its override), not the deployment's.
+    tenant_base_url: bool = False
 
     @property
     def spec(self) -> str:
@@ -105,10 +115,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def validate_base_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"MEMORY_CHAT_BASE_URL={url!r} is not an http(s) URL, e.g. http://127.0.0.1:8001/v1.")
-    return url
+    """A tenant's base URL: http(s), to a host the egress policy lets a tenant reach (ValueError)."""
+    return egress.url_check(url, field="MEMORY_CHAT_BASE_URL")
 
 
 def chat_settings(
@@ -126,10 +134,12 @@ def chat_settings(
     except ValueError as error:
         raise ChatModelNotConfigured(str(error)) from error
     ceiling = int(tenant.setting("MEMORY_CHAT_MAX_TOKENS"))
+    base_url = str(tenant.setting("MEMORY_CHAT_BASE_URL") or "").strip()
     return ChatSettings(
         provider=provider,
         model=model or configured_model,
-        base_url=str(tenant.setting("MEMORY_CHAT_BASE_URL") or "").strip(),
+        base_url=base_url,
+        tenant_base_url=bool(base_url) and "MEMORY_CHAT_BASE_URL" in tenant.settings,
         temperature=float(tenant.setting("MEMORY_CHAT_TEMPERATURE") if temperature is None else temperature),
         max_tokens=min(max_tokens, ceiling) if max_tokens else ceiling,
         timeout=float(tenant.setting("MEMORY_CHAT_TIMEOUT")),
@@ -147,16 +157,18 @@ def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
         raise ChatModelUnavailable(
             f"The {chosen.provider} credential of tenant {tenant.slug} cannot be read: neither the cache nor PostgreSQL answers."
         ) from error
-    if api_key is None and chosen.base_url and not os.environ.get(KEY_VARIABLES.get(chosen.provider, ""), ""):
-        api_key = PLACEHOLDER_API_KEY
     arguments: dict[str, Any] = {
         "temperature": chosen.temperature,
         "max_tokens": chosen.max_tokens,
         "timeout": chosen.timeout,
         "max_retries": chosen.max_retries,
     }
-    if chosen.base_url:
+    if chosen.tenant_base_url:
+        arguments |= _tenant_server_arguments(tenant, chosen, api_key)
+    elif chosen.base_url:
         arguments["base_url"] = chosen.base_url
+        if api_key is None and not os.environ.get(KEY_VARIABLES.get(chosen.provider, ""), ""):
+            api_key = PLACEHOLDER_API_KEY
     if api_key is not None:
         arguments["api_key"] = api_key
     try:
@@ -183,6 +195,26 @@ def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
     if not isinstance(model, BaseChatModel):
         raise ChatModelUnavailable(f"The provider {chosen.provider} gave a {type(model).__name__}, not a LangChain chat model.")
     return model
+
+
+def _tenant_server_arguments(tenant: Tenant, chosen: ChatSettings, api_key: str | None) -> dict[str, Any]:
+    """The arguments that send the model to the tenant's own server: its credential, and HTTP clients
+    that check the server's address on every connection. Never the deployment's credentials."""
+    if chosen.provider not in TENANT_URL_PROVIDERS:
+        raise ChatModelNotConfigured(
+            f"Tenant {tenant.slug} sets its own MEMORY_CHAT_BASE_URL, which serves the providers "
+            f"{', '.join(sorted(TENANT_URL_PROVIDERS))} only (any OpenAI-compatible server), not {chosen.provider}."
+        )
+    if api_key is None:
+        raise ChatModelNotConfigured(
+            f"Tenant {tenant.slug} sets its own MEMORY_CHAT_BASE_URL but has no {chosen.provider} credential: a "
+            "server a tenant chooses is called with that tenant's own credential only, never the deployment's. "
+            f"Store one (manage.py provider_credential --tenant {tenant.slug} --provider {chosen.provider}, or the admin); "
+            "for a server that takes no key, any value.",
+            code="provider_credential_missing",
+        )
+    http_client, http_async_client = egress.clients(field="MEMORY_CHAT_BASE_URL")
+    return {"base_url": chosen.base_url, "http_client": http_client, "http_async_client": http_async_client}
 
 
 def invoke_within(model: BaseChatModel, prompt: list[BaseMessage], *, timeout: float) -> AIMessage:

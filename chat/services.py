@@ -15,8 +15,9 @@ Order and what each failure leaves behind:
    memory the summaries, the user's facts and the relevant older messages). If the history cannot be
    read, the model gets the system prompt and the message alone, and the answer says so (seed 000).
 4. The model is called within ``MEMORY_CHAT_TIMEOUT``. If it fails or times out, the user's message
-   stays stored, nothing else is written, and the answer is 502 ``model_error`` or 504
-   ``model_timeout``; sending the same ``message_id`` again retries the model.
+   stays stored, nothing else is written, and the answer is 502 ``model_error`` (the server's
+   status, never its words), 502 ``egress_refused`` (the tenant's server leads where the egress
+   policy refuses to go) or 504 ``model_timeout``; sending the same ``message_id`` again retries.
 5. The answer is stored once, complete, as an assistant message whose metadata holds seed 002's
    ``execution_time`` and ``user_message_id``, the model and the token usage; then the memory
    document's ``messages`` becomes the buffer the model saw plus its answer (seed 002's
@@ -49,6 +50,7 @@ from conversations import cache, context, selectors, services, tokens
 from conversations.exceptions import Conflict, LimitExceeded, MemoryServiceError
 from conversations.models import Message
 from conversations.storable import cleaned_json, cleaned_text, storable_json
+from tenants import egress
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -77,6 +79,14 @@ class ModelFailed(MemoryServiceError):
 class ModelTimeout(MemoryServiceError):
     code = "model_timeout"
     status = 504
+
+
+class EgressRefused(MemoryServiceError):
+    """The tenant's model server now leads where the egress policy refuses to go (its name resolves
+    elsewhere than when it was saved, or the policy changed)."""
+
+    code = "egress_refused"
+    status = 502
 
 
 @dataclass(frozen=True)
@@ -420,6 +430,17 @@ def _timeout(turn: Turn) -> ModelTimeout:
 
 
 def _model_error(turn: Turn, error: BaseException) -> MemoryServiceError:
+    """What the client is told of a failed model call: the status and a stable code. The upstream's
+    own words (its error body, which a tenant's server writes) go to the log only, never into an answer."""
+    refused = _egress_refusal(error)
+    if refused is not None:
+        logger.warning(
+            "chat_model_egress_refused", tenant=turn.tenant.slug, conversation_id=turn.conversation_id, error=str(refused)
+        )
+        return EgressRefused(
+            f"{refused} Your message is stored; send it again with the same message_id once the URL is fixed.",
+            details={"model": turn.settings.spec, "field": "MEMORY_CHAT_BASE_URL", "user_message_id": turn.user_message["id"]},
+        )
     if isinstance(error, TimeoutError) or "timeout" in type(error).__name__.lower():
         return _timeout(turn)
     status = getattr(error, "status_code", None)
@@ -432,8 +453,9 @@ def _model_error(turn: Turn, error: BaseException) -> MemoryServiceError:
         error=str(error)[:500],
         provider_status=status,
     )
+    answered = f"answered HTTP {status}" if isinstance(status, int) else f"could not be reached ({type(error).__name__})"
     return ModelFailed(
-        f"The model {turn.settings.spec} failed: {type(error).__name__}: {str(error)[:300] or 'no message'}. "
+        f"The model {turn.settings.spec} failed: its server {answered}. "
         "Your message is stored; send it again with the same message_id to retry.",
         details={
             "model": turn.settings.spec,
@@ -442,6 +464,15 @@ def _model_error(turn: Turn, error: BaseException) -> MemoryServiceError:
             "user_message_id": turn.user_message["id"],
         },
     )
+
+
+def _egress_refusal(error: BaseException | None) -> egress.EgressRefused | None:
+    seen = 0
+    while error is not None and seen < 10:  # the HTTP client may wrap the transport's refusal
+        if isinstance(error, egress.EgressRefused):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
 
 
 # --- Storing the answer -------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ Contract
   when it is installed and ``OPENAI_API_KEY`` is set. ``all-MiniLM-L6-v2-plain`` is the local model
   over the bare text, as seed 003 embeds (the retrieval evaluation's baseline). A name of the form ``package.module:attribute``
   names a factory of one's own (called with no argument; its ``dimensions`` attribute, if any, or
-  the length of a first vector gives the dimension).
+  the length of a first vector gives the dimension): the deployment's own ``MEMORY_EMBEDDING_MODEL``
+  only, never a tenant's override, which names an entry of ``MODELS`` (``tenants.models``).
 * ``embedder(name)`` builds a model once per process and keeps it; loading the local model takes a
   few seconds, so it happens on first use, never at import.
 * ``embed_documents`` / ``embed_query`` return float32 arrays of unit length, so a dot product is the

@@ -28,7 +28,7 @@ from conversations.models import Conversation, Message
 from search import embeddings
 from search.models import MessageEmbedding
 from search.selectors import SEARCHED_ROLES
-from tenants.models import Tenant
+from tenants.models import Tenant, tenant_choice_refusal
 
 logger = structlog.get_logger(__name__)
 
@@ -118,8 +118,13 @@ def tenant_reembed(
     *, tenant: Tenant, model: str, conversation_id: str | None = None, progress: Callable[[int], None] | None = None
 ) -> ReembedSummary:
     """Embed the whole tenant (or one conversation) under ``model``; for the whole tenant, switch it to
-    that model and drop the vectors of any other."""
+    that model and drop the vectors of any other. The switch is a tenant override, so ``model`` is one a
+    tenant may choose (a name the deployment offers), or the deployment's own, which clears the override."""
     embeddings.model_spec(model)  # an unknown name fails before any work
+    switching = conversation_id is None and model != settings.MEMORY_EMBEDDING_MODEL
+    refusal = tenant_choice_refusal("MEMORY_EMBEDDING_MODEL", model) if switching else None
+    if refusal:
+        raise embeddings.EmbeddingModelError(refusal)
     started = time.perf_counter()
     messages = _missing(tenant=tenant, model=model)
     if conversation_id is not None:
@@ -128,7 +133,9 @@ def tenant_reembed(
     removed = 0
     if conversation_id is None:
         with transaction.atomic():
-            tenant.settings = {**tenant.settings, "MEMORY_EMBEDDING_MODEL": model}
+            tenant.settings = {name: value for name, value in tenant.settings.items() if name != "MEMORY_EMBEDDING_MODEL"}
+            if switching:
+                tenant.settings["MEMORY_EMBEDDING_MODEL"] = model
             tenant.save(update_fields=["settings"])
             removed = MessageEmbedding.objects.for_tenant(tenant).exclude(model=model).delete()[0]
     logger.info("tenant_reembedded", tenant=tenant.slug, model=model, embedded=embedded, removed=removed)

@@ -12,7 +12,8 @@
     are installed by a deployment that names them.
   - ``"dotted.module:attribute"``: a factory called with the keyword arguments ``temperature``,
     ``max_tokens`` and ``timeout`` that returns a LangChain ``BaseChatModel`` (any other provider,
-    a gateway, a fake in the tests).
+    a gateway, a fake in the tests). The deployment's own ``MEMORY_SUMMARY_MODEL`` only: a tenant's
+    override names a provider and a model, never code (``tenants.models``).
 
 * The model gets seed 003's prompt at temperature 0.2: analyse the messages; capture tasks,
   decisions, preferences, constraints and data values; answer with 4 to 6 bullet points under 120

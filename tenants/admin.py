@@ -28,7 +28,15 @@ from rest_framework_api_key.models import APIKey
 
 from conversations.forms import STORABLE_FORMFIELDS, StorableModelForm
 from tenants import services
-from tenants.models import ProviderCredential, Tenant, TenantApiKey, TenantStaff, provider_name
+from tenants.models import (
+    CODE_NAMING_SETTINGS,
+    ProviderCredential,
+    Tenant,
+    TenantApiKey,
+    TenantStaff,
+    provider_name,
+    tenant_choice_refusal,
+)
 
 
 def staff_tenant(user: AbstractBaseUser) -> Tenant | None:
@@ -157,10 +165,7 @@ class TenantAdmin(TenantScopedAdmin):
 
     @admin.display(description="Settings in effect")
     def effective_settings(self, tenant: Tenant) -> str:
-        rows = (
-            (name, tenant.setting(name), "override" if name in (tenant.settings or {}) else "default")
-            for name in settings.MEMORY_TENANT_OVERRIDABLE
-        )
+        rows = ((name, tenant.setting(name), _origin(tenant, name)) for name in settings.MEMORY_TENANT_OVERRIDABLE)
         return format_html(
             '<table class="memory-settings"><thead><tr><th>Setting</th><th>Value</th><th></th></tr></thead>'
             "<tbody>{}</tbody></table>",
@@ -195,6 +200,14 @@ class TenantAdmin(TenantScopedAdmin):
                 return
             self.log_action(request, tenant, "Queued a rebuild of the cache of every conversation")
             self.message_user(request, f"Queued a cache rebuild of every conversation of {tenant.slug}.", messages.SUCCESS)
+
+
+def _origin(tenant: Tenant, name: str) -> str:
+    if name not in (tenant.settings or {}):
+        return "default"
+    if name in CODE_NAMING_SETTINGS and tenant_choice_refusal(name, tenant.settings[name]):
+        return "default (the override names code, which only the deployment may configure: ignored)"
+    return "override"
 
 
 @admin.register(TenantApiKey)

@@ -7,6 +7,7 @@ tenant of a request comes from its API key and nothing else.
 import re
 from typing import Any
 
+import structlog
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
@@ -16,6 +17,14 @@ from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 from conversations.exceptions import Unstorable
 from conversations.storable import storable_json
 from tenants.managers import TenantManager, UnscopedManager
+
+logger = structlog.get_logger(__name__)
+
+# Settings whose deployment value may name code to import ("package.module:factory"). That form is
+# the deployment's own configuration: a tenant chooses among the models the deployment offers, by
+# name. Its override never names code; one stored before this rule is ignored (``Tenant.setting``).
+CODE_NAMING_SETTINGS = ("MEMORY_EMBEDDING_MODEL", "MEMORY_SUMMARY_MODEL")
+MODEL_NAME = re.compile(r"^[\w.:/@+-]{1,200}$")
 
 slug_validator = RegexValidator(
     r"^[a-z0-9][a-z0-9-]{0,62}$",
@@ -44,9 +53,14 @@ class Tenant(models.Model):
             raise ValidationError({"settings": error.messages}) from error
 
     def setting(self, name: str) -> Any:
-        """The tenant's value of a MEMORY_* setting: its override, or the deployment's default."""
+        """The tenant's value of a MEMORY_* setting: its override, or the deployment's default. A stored
+        override that names code (``CODE_NAMING_SETTINGS``) is never used: the default stands in."""
         if name in self.settings:
-            return self.settings[name]
+            value = self.settings[name]
+            refusal = tenant_choice_refusal(name, value) if name in CODE_NAMING_SETTINGS else None
+            if refusal is None:
+                return value
+            logger.warning("tenant_setting_ignored", tenant=self.slug, setting=name, reason=refusal)
         return getattr(settings, name)
 
 
@@ -126,7 +140,40 @@ def validate_setting_overrides(overrides: Any) -> None:
             raise ValidationError(f"{name} must be a whole number like its default ({default}).")
 
 
+def tenant_choice_refusal(name: str, value: Any) -> str | None:
+    """Why a tenant may not choose ``value`` for a setting of ``CODE_NAMING_SETTINGS`` (None: it may).
+    Nothing is imported to decide: the value is compared with the names the deployment offers."""
+    if not isinstance(value, str):
+        return f"{name} must be a string."
+    if not value:
+        return None
+    if name == "MEMORY_EMBEDDING_MODEL":
+        from search.embeddings import MODELS
+
+        if value in MODELS:
+            return None
+        return (
+            f"Unknown embedding model {value!r} in MEMORY_EMBEDDING_MODEL for a tenant: choose one of {', '.join(MODELS)}, or '' for none. "
+            "A model named as code to import ('package.module:factory') is the deployment's own configuration, "
+            "never a tenant's."
+        )
+    from summaries.summarizer import PROVIDERS
+
+    provider, _, model = value.partition(":")
+    if provider in PROVIDERS and MODEL_NAME.match(model):
+        return None
+    return (
+        f"MEMORY_SUMMARY_MODEL={value!r}: a tenant chooses 'provider:model' with a provider of "
+        f"{', '.join(PROVIDERS)}, or '' for the rule-based summary. A model named as code to import "
+        "('package.module:factory') is the deployment's own configuration, never a tenant's."
+    )
+
+
 def _validate_string_setting(name: str, value: str) -> None:
+    if name in CODE_NAMING_SETTINGS:
+        refusal = tenant_choice_refusal(name, value)
+        if refusal:
+            raise ValidationError(refusal)
     if name in ("MEMORY_CHAT_MODEL", "MEMORY_CHAT_BASE_URL") and value:
         from chat import llm
 
@@ -136,13 +183,6 @@ def _validate_string_setting(name: str, value: str) -> None:
             raise ValidationError(str(error)) from error
     if name == "MEMORY_SEARCH_MODE" and value not in ("hybrid", "semantic", "keyword"):
         raise ValidationError(f"MEMORY_SEARCH_MODE must be hybrid, semantic or keyword, not {value!r}.")
-    if name == "MEMORY_EMBEDDING_MODEL" and value:
-        from search.embeddings import EmbeddingModelError, model_spec
-
-        try:
-            model_spec(value)
-        except EmbeddingModelError as error:
-            raise ValidationError(str(error)) from error
 
 
 class TenantApiKeyManager(BaseAPIKeyManager):

@@ -26,7 +26,6 @@ from tenants.models import (
     TenantApiKey,
     TenantStaff,
     provider_name,
-    validate_setting_overrides,
 )
 
 logger = structlog.get_logger(__name__)
@@ -50,11 +49,17 @@ def tenant_create(*, slug: str, name: str = "", settings: dict[str, Any] | None 
 
 
 def tenant_update(*, tenant: Tenant, **changes: Any) -> Tenant:
-    if "settings" in changes:
-        validate_setting_overrides(changes["settings"])
+    """Change a tenant; its setting overrides are validated once, by ``full_clean`` (``Tenant.clean``).
+    Refused changes leave ``tenant`` as it was."""
+    before = {name: getattr(tenant, name) for name in changes}
     for name, value in changes.items():
         setattr(tenant, name, value)
-    tenant.full_clean()
+    try:
+        tenant.full_clean()
+    except ValidationError:
+        for name, value in before.items():
+            setattr(tenant, name, value)
+        raise
     tenant.save()
     auth_cache_forget(tenant=tenant)
     return tenant

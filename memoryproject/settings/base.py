@@ -290,7 +290,8 @@ MEMORY_SEARCH_MODE = env.str("MEMORY_SEARCH_MODE", default="hybrid")
 MEMORY_SEARCH_CANDIDATE_LIMIT = env.int("MEMORY_SEARCH_CANDIDATE_LIMIT", default=20_000)
 # Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
 MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
-# The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory".
+# The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory"
+# (the code-naming form, here and in MEMORY_EMBEDDING_MODEL, is the deployment's alone: never a tenant override).
 MEMORY_SUMMARY_MODEL = env.str("MEMORY_SUMMARY_MODEL", default="")
 MEMORY_SUMMARY_TIMEOUT = env.float("MEMORY_SUMMARY_TIMEOUT", default=20.0)
 # Days a conversation may stay idle before the retention sweeper erases it (0 = kept until erased).
@@ -362,6 +363,11 @@ MEMORY_CHAT_MAX_RETRIES = env.int("MEMORY_CHAT_MAX_RETRIES", default=1)
 # factory called with the keyword arguments model, temperature, max_tokens, timeout, max_retries and,
 # when set, base_url and api_key.
 MEMORY_CHAT_PROVIDERS = env.dict("MEMORY_CHAT_PROVIDERS", default={})
+# Networks (CIDRs) and host names a tenant's own URLs (MEMORY_CHAT_BASE_URL) may reach although the
+# egress policy (tenants/egress.py) refuses them: a self-hosted model server on a private network.
+# Comma-separated, e.g. "10.20.0.0/16,vllm.internal"; empty: loopback, private, link-local and
+# metadata addresses are refused to every tenant.
+MEMORY_EGRESS_ALLOWED_NETWORKS = env.list("MEMORY_EGRESS_ALLOWED_NETWORKS", default=[])
 # Fernet keys (comma-separated; the first encrypts, all decrypt, so a new key can be rotated in) of
 # the providers' credentials stored per tenant. Unset: one key derived from SECRET_KEY.
 MEMORY_CREDENTIAL_KEYS = env.list("MEMORY_CREDENTIAL_KEYS", default=[])

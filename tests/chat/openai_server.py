@@ -1,7 +1,7 @@
 """A local OpenAI-compatible chat server for the tests: ``POST /v1/chat/completions``, whole or
 streamed (server-sent events, usage in a last chunk when asked), as the service's clients' own
-model servers (vLLM, llama.cpp, a gateway) answer. It records each request's body and
-``Authorization`` header. The model name is the behaviour:
+model servers (vLLM, llama.cpp, a gateway) answer. It records each request's body and its
+``Authorization`` and ``Host`` headers. The model name is the behaviour:
 
 * ``stub-echo`` (or any other): ``stub heard <n> messages; the last: <content>``;
 * ``stub-fail``: HTTP 500 with an OpenAI error body;
@@ -29,7 +29,14 @@ class OpenAICompatibleServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                server.requests.append({"path": self.path, "authorization": self.headers.get("Authorization"), "body": body})
+                server.requests.append(
+                    {
+                        "path": self.path,
+                        "authorization": self.headers.get("Authorization"),
+                        "host": self.headers.get("Host"),
+                        "body": body,
+                    }
+                )
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     return self._json(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
                 model = body.get("model", "")

@@ -31,10 +31,21 @@ def web_servers(worker_env: dict[str, str]) -> Iterator[dict[str, WebServer]]:
         server.stop()
 
 
+# The model servers of these tests listen on loopback, which the egress policy refuses to a tenant's
+# URL: the operator of this deployment allows it (tests/security/test_egress.py tests the policy).
+LOOPBACK_ALLOWED = "127.0.0.1/32"
+
+
+@pytest.fixture(autouse=True)
+def loopback_model_servers_allowed(settings: Any) -> None:
+    settings.MEMORY_EGRESS_ALLOWED_NETWORKS = [LOOPBACK_ALLOWED]
+
+
 @pytest.fixture
 def web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
     """A running gunicorn (started once, started again after a test killed it)."""
-    server = web_servers.setdefault("main", WebServer(env=worker_env, name="main"))
+    environment = {**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": LOOPBACK_ALLOWED}
+    server = web_servers.setdefault("main", WebServer(env=environment, name="main"))
     if not server.running:
         server.start()
     return server

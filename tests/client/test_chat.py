@@ -220,6 +220,7 @@ def test_an_openai_compatible_server_that_fails_or_is_slow(
     service: LiveService, tenant: Any, model_server: OpenAICompatibleServer
 ) -> None:
     configure(tenant, MEMORY_CHAT_MODEL="openai:stub-echo", MEMORY_CHAT_BASE_URL=model_server.base_url, MEMORY_CHAT_TIMEOUT=2)
+    tenant_services.provider_credential_set(tenant=tenant, provider="openai", secret="sk-tenant-secret-0001")
 
     failed = chat(service, "stub-faults", content="First", model="stub-fail")
     slow = chat(service, "stub-faults", content="Second", model="stub-slow")
@@ -244,6 +245,7 @@ def test_a_model_server_that_is_not_there_is_a_502(service: LiveService, tenant:
     configure(
         tenant, MEMORY_CHAT_MODEL="openai:any", MEMORY_CHAT_BASE_URL=f"http://127.0.0.1:{port}/v1", MEMORY_CHAT_MAX_RETRIES=0
     )
+    tenant_services.provider_credential_set(tenant=tenant, provider="openai", secret="sk-tenant-secret-0001")
 
     response = chat(service, "nowhere", content="Hello?")
 

@@ -204,11 +204,17 @@ def test_a_message_is_embedded_with_its_date_and_speaker(tenant):
     assert embeddings.speaker_of("assistant", {}) == "assistant"
 
 
-def test_reembedding_with_another_model_switches_the_tenant_and_drops_the_old_vectors(tenant):
-    conversation_of_facts(tenant)
+def test_reembedding_with_another_model_switches_the_tenant_and_drops_the_old_vectors(tenant, settings):
+    """The deployment moved to a model of its own (named as code, which only it may configure): a
+    tenant still on the old one is reembedded and then follows the deployment's setting."""
+    tenant.settings = {"MEMORY_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}
+    tenant.save()
     model = "tests.search.fakes:openai_like"
+    settings.MEMORY_EMBEDDING_MODEL = model
+    conversation_of_facts(tenant)
     call_command("reembed", "--tenant", tenant.slug, "--model", model)
     tenant.refresh_from_db()
+    assert "MEMORY_EMBEDDING_MODEL" not in tenant.settings
     assert tenant.setting("MEMORY_EMBEDDING_MODEL") == model
     vectors = MessageEmbedding.objects.for_tenant(tenant)
     assert set(vectors.values_list("model", "dimensions")) == {(model, 1536)}

@@ -166,10 +166,7 @@ def test_summary_every_zero_turns_periodic_summaries_off(tenant, conversation_of
     assert services.conversation_summarize(tenant=tenant, conversation_id="c1") is None
 
 
-def test_the_tenants_chat_model_writes_the_summary(tenant, conversation_of, fake_model, settings):
-    settings.MEMORY_SUMMARY_MODEL = ""
-    tenant.settings = {"MEMORY_SUMMARY_MODEL": fake_model.SPEC}
-    tenant.save()
+def test_the_deployments_chat_model_writes_the_summary(tenant, conversation_of, fake_model):
     conversation_of("c1", pairs(1, 10))
 
     summary = services.conversation_summarize(tenant=tenant, conversation_id="c1")

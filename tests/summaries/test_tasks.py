@@ -1,6 +1,7 @@
 """The summary task: run in place (retries, missing rows), and by real worker processes after
 messages appended through the API are persisted."""
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from memoryproject.celery import app as celery_app
 from summaries import services, tasks
 from summaries.models import Summary
 from tests.conftest import take_queued_tasks, wait_for_rows
+from tests.faults import CeleryWorker
 from tests.summaries import fakes
 from tests.summaries.conftest import pairs, store
 
@@ -87,10 +89,24 @@ def test_a_published_task_waits_on_the_derived_queue_with_its_arguments(tenant):
 
 @pytest.fixture
 def tenant_with_the_fake_model(tenant: Any) -> Any:
-    """acme summarises with the recording fake, also in worker processes (the setting is stored)."""
-    tenant.settings = {"MEMORY_SUMMARY_MODEL": fakes.SPEC, "MEMORY_EMBEDDING_MODEL": ""}
+    """acme summarises with the deployment's model, the recording fake in the derived worker's
+    environment (a model named as code is the deployment's to configure, never a tenant's)."""
+    tenant.settings = {"MEMORY_EMBEDDING_MODEL": ""}
     tenant.save()
     return tenant
+
+
+@pytest.fixture
+def derived_worker(worker_env: dict[str, str], transactional_db: Any) -> Iterator[CeleryWorker]:
+    """A derived-queue worker of a deployment whose summary model is the recording fake."""
+    worker = CeleryWorker(
+        env={**worker_env, "MEMORY_SUMMARY_MODEL": fakes.SPEC}, name="derived", queue_variable="MEMORY_DERIVED_QUEUE"
+    )
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
 
 
 @pytest.mark.worker
