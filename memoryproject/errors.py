@@ -12,8 +12,6 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views import defaults
 
-from conversations.api.errors import error_body
-
 API_ROOT = "/api/"
 
 # The stable code of each status an answer may carry without a code of its own.
@@ -50,6 +48,10 @@ def is_under_api(request: HttpRequest) -> bool:
 
 def error_response(status: int, message: str, *, code: str | None = None, details: Any = None) -> JsonResponse:
     """The API's error document as a plain Django answer."""
+    # Imported here: DRF's views module, which it imports, loads the authentication classes, which
+    # import this module's middleware neighbour (the client address) in turn.
+    from conversations.api.errors import error_body
+
     return JsonResponse(error_body(code or CODES.get(status, "error"), message, details), status=status)
 
 
