@@ -3,6 +3,24 @@
 The request line may be as long as gunicorn allows (8190 bytes), above the API's MEMORY_MAX_URL_LENGTH:
 a URI between the two is refused by the API with its JSON error (414 ``uri_too_long``); only a
 request line past gunicorn's bound gets gunicorn's own plain 414.
+
+Workers are gthread workers: a chat waits on its model for up to MEMORY_CHAT_TIMEOUT seconds, and
+with one thread per worker a few slow models would hold every worker while other tenants' reads
+queue. Each worker tells the chat endpoint how many threads it has, so that chats hold at most
+MEMORY_CHAT_THREAD_SHARE of them and the rest stay free for everything else (``chat.runs``).
+``--threads`` and ``--worker-class`` on the command line override these.
 """
 
+from typing import Any
+
 limit_request_line = 8190
+worker_class = "gthread"
+threads = 8
+
+
+def post_worker_init(worker: Any) -> None:
+    from gunicorn.workers.gthread import ThreadWorker
+
+    from chat import runs
+
+    runs.process_threads_set(worker.cfg.threads if isinstance(worker, ThreadWorker) else 1)

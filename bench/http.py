@@ -102,15 +102,15 @@ class BenchWebServer(WebServer):
     """gunicorn without the access log, with sync workers or (``threads`` > 1) gthread workers."""
 
     def __init__(self, *, env: dict[str, str], name: str, workers: int, threads: int = 1) -> None:
-        super().__init__(env=env, name=name, workers=workers)
-        self.threads = threads
+        super().__init__(env=env, name=name, workers=workers, threads=threads)
 
     def command(self) -> list[str]:
         command = super().command()
         at = command.index("--access-logfile")
         del command[at : at + 2]
-        if self.threads > 1:
-            command += ["--worker-class", "gthread", "--threads", str(self.threads)]
+        if self.threads == 1:
+            at = command.index("--worker-class")
+            command[at + 1] = "sync"
         return command
 
     @property

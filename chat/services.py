@@ -9,8 +9,13 @@ Order and what each failure leaves behind:
    prompt and message over the budget (400) store nothing.
 2. The user's message is appended like any other (durable when stored, DESIGN.md 5.1); its
    ``message_id`` makes the call idempotent: sent again, the message is not stored twice, and if the
-   model already answered it, that stored answer comes back without asking the model again; sent
-   again while its answer is on the way, it is a 409 ``chat_in_progress``.
+   model already answered it, that stored answer comes back without asking the model again.
+   Before it is stored, the run is admitted (``chat.runs``): one run per conversation at a time (409
+   ``run_active``, or ``chat_in_progress`` for the same ``message_id`` sent again while its answer is
+   on the way), at most ``MEMORY_CHAT_MAX_CONCURRENT_PER_TENANT`` per tenant (429
+   ``chat_limit_reached``) and a share of the web process's threads (503 ``chat_capacity``); a
+   refused message is not stored. The run is released on every way out (answered, replayed,
+   failed, timed out, the client gone, an error), and expires by itself if the process dies.
 3. The context is ``conversation_context``'s (recent turns in full, older ones summarised, and with
    memory the summaries, the user's facts and the relevant older messages). If the history cannot be
    read, the model gets the system prompt and the message alone, and the answer says so (seed 000).
@@ -45,9 +50,9 @@ from django.conf import settings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
-from chat import llm
-from conversations import cache, context, selectors, services, tokens
-from conversations.exceptions import Conflict, LimitExceeded, MemoryServiceError
+from chat import llm, runs
+from conversations import context, selectors, services, tokens
+from conversations.exceptions import LimitExceeded, MemoryServiceError
 from conversations.models import Message
 from conversations.storable import cleaned_json, cleaned_text, storable_json
 from tenants import egress
@@ -65,10 +70,6 @@ RECALL_CUES = re.compile(
     re.IGNORECASE,
 )
 ROLES = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system"}
-
-
-class ChatInProgress(Conflict):
-    code = "chat_in_progress"
 
 
 class ModelFailed(MemoryServiceError):
@@ -120,20 +121,13 @@ class Turn:
     need_memory: bool = False
     memory_reason: str = ""
     stored_answer: dict[str, Any] | None = None  # the answer already stored for a resent message
-    claimed: bool = False  # this request marked the user message as being answered
+    run: runs.Run | None = None  # what the turn holds while it runs (``chat.runs``)
     started: float = 0.0
 
     def release(self) -> None:
-        """The turn is over (answered, failed or abandoned): the message may be sent again."""
-        if not self.claimed:
-            return
-        self.claimed = False
-        try:
-            cache.chat_release(
-                tenant_slug=self.tenant.slug, conversation_id=self.conversation_id, message_id=self.user_message["id"]
-            )
-        except cache.CacheUnavailable:
-            pass  # the mark expires by itself
+        """The turn is over (answered, replayed, failed or abandoned): the conversation may run another."""
+        if self.run is not None:
+            self.run.release()
 
     def summary(self) -> dict[str, Any]:
         """What the answer says of the turn before the model's part."""
@@ -159,42 +153,33 @@ def chat_begin(*, tenant: Tenant, conversation_id: str, chat: ChatInput) -> Turn
     except context.BudgetTooSmall as error:
         raise LimitExceeded(str(error), details={"field": "content", "size": error.needed, "limit": error.max_tokens}) from error
 
-    item: dict[str, Any] = {"role": "user", "content": chat.content, "metadata": chat.metadata}
-    if chat.message_id:
-        item["id"] = chat.message_id
-    appended = services.message_append(
-        tenant=tenant, conversation_id=conversation_id, messages=[item], user_id=chat.user_id, agent_id=chat.agent_id
-    )
-    turn = Turn(
-        tenant=tenant, conversation_id=conversation_id, chat=chat, settings=chosen, model=model, user_message=appended.messages[0]
-    )
-    if not appended.created:
-        turn.stored_answer = _stored_answer(
-            tenant=tenant, conversation_id=conversation_id, user_message_id=turn.user_message["id"]
-        )
-    if chat.message_id and turn.stored_answer is None:
-        _claim(turn)
-    turn.need_memory, turn.memory_reason = memory_need(chat)
-    _build_prompt(turn, context_request)
-    return turn
-
-
-def _claim(turn: Turn) -> None:
-    """One request at a time asks the model about a message the client named: the same message sent
-    again while its answer is on the way is a 409, not a second answer. Best effort without Redis."""
-    ttl = int(turn.settings.timeout) + 30
+    run = runs.run_admit(tenant=tenant, conversation_id=conversation_id, message_id=chat.message_id, timeout=chosen.timeout)
     try:
-        turn.claimed = cache.chat_claim(
-            tenant_slug=turn.tenant.slug, conversation_id=turn.conversation_id, message_id=turn.user_message["id"], ttl=ttl
+        item: dict[str, Any] = {"role": "user", "content": chat.content, "metadata": chat.metadata}
+        if chat.message_id:
+            item["id"] = chat.message_id
+        appended = services.message_append(
+            tenant=tenant, conversation_id=conversation_id, messages=[item], user_id=chat.user_id, agent_id=chat.agent_id
         )
-    except cache.CacheUnavailable:
-        return
-    if not turn.claimed:
-        raise ChatInProgress(
-            f"Message {turn.user_message['id']} is being answered by another request; wait for that answer, or send "
-            "the message again once it has ended.",
-            details={"user_message_id": turn.user_message["id"]},
+        turn = Turn(
+            tenant=tenant,
+            conversation_id=conversation_id,
+            chat=chat,
+            settings=chosen,
+            model=model,
+            user_message=appended.messages[0],
+            run=run,
         )
+        if not appended.created:
+            turn.stored_answer = _stored_answer(
+                tenant=tenant, conversation_id=conversation_id, user_message_id=turn.user_message["id"]
+            )
+        turn.need_memory, turn.memory_reason = memory_need(chat)
+        _build_prompt(turn, context_request)
+    except BaseException:
+        run.release()
+        raise
+    return turn
 
 
 def memory_need(chat: ChatInput) -> tuple[bool, str]:
@@ -299,10 +284,10 @@ def _stored_answer(*, tenant: Tenant, conversation_id: str, user_message_id: str
 
 def chat_complete(turn: Turn) -> dict[str, Any]:
     """Steps 4 and 5 in one go: the model's whole answer, stored, with the turn's figures."""
-    if turn.stored_answer is not None:
-        return _replayed(turn)
     turn.started = time.perf_counter()
     try:
+        if turn.stored_answer is not None:
+            return _replayed(turn)
         answer = _invoke(turn)
         return _finish(turn, content=answer.text, usage=answer.usage_metadata, streamed=False)
     finally:
@@ -353,6 +338,8 @@ class ModelStream:
             raise _timeout(self.turn) from None
         if kind == "error":
             raise _model_error(self.turn, value)
+        if self.turn.run is not None:
+            self.turn.run.keep()  # a long answer keeps its run
         return value if kind == "chunk" else None
 
     def stop(self) -> None:
@@ -363,9 +350,15 @@ def chat_stream(turn: Turn) -> Iterator[bytes]:
     """The turn as server-sent events: ``start`` (the stored user message, the context used), one
     ``token`` per piece of the answer, then ``done`` (the stored answer and the whole result) or
     ``error``. The model's first piece is awaited before this returns, so that a model that fails
-    at once is an ordinary 502 or 504 answer rather than a stream that ends in an error."""
+    at once is an ordinary 502 or 504 answer rather than a stream that ends in an error.
+
+    The events come as a ``TurnEvents``, whose ``close()`` (the server calls it when the response
+    ends, even if no event was ever asked for) stops the model and releases the run."""
     if turn.stored_answer is not None:
-        answer = _replayed(turn)
+        try:
+            answer = _replayed(turn)
+        finally:
+            turn.release()
         return iter(
             [
                 _event("start", turn.summary()),
@@ -380,7 +373,31 @@ def chat_stream(turn: Turn) -> Iterator[bytes]:
         stream.stop()
         turn.release()
         raise
-    return _events(turn, stream, first)
+    return TurnEvents(turn, stream, _events(turn, stream, first))
+
+
+class TurnEvents:
+    """A streamed turn's events. A generator's ``finally`` runs only if the generator was started: a
+    client gone before the first event would leave the model streaming and the run held until it
+    expires. ``close()`` ends both whatever happened."""
+
+    def __init__(self, turn: Turn, stream: "ModelStream", events: Iterator[bytes]) -> None:
+        self.turn, self.stream, self.events = turn, stream, events
+
+    def __iter__(self) -> "TurnEvents":
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self.events)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.events, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.stream.stop()
+            self.turn.release()
 
 
 def _events(turn: Turn, stream: ModelStream, chunk: Any) -> Iterator[bytes]:

@@ -12,6 +12,10 @@ Keys, all built by :func:`key`:
 * ``<tenant>:<conv>:lock``          the append lock (one appender per conversation at a time)
 * ``<tenant>:<conv>:rebuild``       the rebuild lock (one rebuild per conversation at a time)
 * ``<tenant>:<conv>:context:<hash>`` a built context (seed 001), valid only at the version it was built at
+* ``<tenant>:<conv>:run``           the chat run lock (one chat turn per conversation at a time), its
+                                    value the run's owner token, expiring by itself
+* ``chat:runs:<tenant id>``         sorted set of a tenant's chat runs: owner token -> expiry (ms),
+                                    pruned of expired runs whenever a run is admitted
 * ``memory:ledger``                 hash ``since`` (when this Redis began keeping pending writes),
                                     ``barrier_at``, ``drained_at``, ``disturbed_at``, ``whole_at``:
                                     see ``ledger_status``
@@ -530,6 +534,45 @@ return {record, count}
 """
 
 
+# A chat run's lock on its conversation (``chat.runs``), or who holds it. KEYS: lock   ARGV: token, ms.
+# Returns {1} when taken, else {0, the holder's token}. Released with RELEASE (compare-and-delete).
+RUN_LOCK = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1} end
+return {0, redis.call('GET', KEYS[1]) or ''}
+"""
+
+# A long run (a stream) keeps its lock: its expiry is pushed back while the owner still holds it.
+# KEYS: lock   ARGV: token, ms. Returns 1 when extended, 0 when the lock is no longer the owner's.
+RUN_EXTEND = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+
+# Admit a chat run among a tenant's runs, at most `limit` at once. Runs whose expiry has passed (their
+# process died without releasing them) are pruned first, so a crash frees its slots by itself.
+# KEYS: runs   ARGV: token, limit, ms the run may last. Returns {1 if admitted, runs counted}.
+RUN_ADMIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local running = redis.call('ZCARD', KEYS[1])
+if running >= tonumber(ARGV[2]) then return {0, running} end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return {1, running + 1}
+"""
+
+# A run admitted by RUN_ADMIT lasts longer (a stream): its expiry is pushed back if it is still there.
+# KEYS: runs   ARGV: token, ms.
+RUN_PROLONG = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local updated = redis.call('ZADD', KEYS[1], 'XX', 'CH', now + tonumber(ARGV[2]), ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return updated
+"""
+
+
 class _Scripts:
     """Scripts registered once per client; redis-py falls back to EVAL after a Redis restart."""
 
@@ -554,6 +597,10 @@ class _Scripts:
             "CLEAR_MESSAGES",
             "THROTTLE_COUNT",
             "AUTH_RECORD_COUNTED",
+            "RUN_LOCK",
+            "RUN_EXTEND",
+            "RUN_ADMIT",
+            "RUN_PROLONG",
         ):
             setattr(self, name.lower(), client.register_script(globals()[name]))
 
@@ -1177,14 +1224,42 @@ def ping() -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def chat_claim(*, tenant_slug: str, conversation_id: str, message_id: str, ttl: int) -> bool:
-    """Mark a chat turn's user message as being answered (``<tenant>:<conv>:answering:<id>``) for at
-    most ``ttl`` seconds; False when another request holds the mark."""
-    marked = _call(
-        "chat_claim", tenant_slug, client().set, key(tenant_slug, conversation_id, f"answering:{message_id}"), 1, nx=True, ex=ttl
+def run_key(tenant_slug: str, conversation_id: str) -> str:
+    return key(tenant_slug, conversation_id, "run")
+
+
+def tenant_runs_key(tenant_id: int) -> str:
+    return f"chat:runs:{tenant_id}"
+
+
+def run_lock(*, tenant_slug: str, conversation_id: str, token: str, ttl_ms: int) -> str | None:
+    """Take the conversation's chat run lock for ``ttl_ms``; None when taken, else the holder's token."""
+    reply = _call(
+        "run_lock", tenant_slug, _scripts().run_lock, keys=[run_key(tenant_slug, conversation_id)], args=[token, ttl_ms]
     )
-    return bool(marked)
+    return None if int(reply[0]) == 1 else _text(reply[1])
 
 
-def chat_release(*, tenant_slug: str, conversation_id: str, message_id: str) -> None:
-    _call("chat_release", tenant_slug, client().delete, key(tenant_slug, conversation_id, f"answering:{message_id}"))
+def run_extend(*, tenant_slug: str, conversation_id: str, token: str, ttl_ms: int) -> bool:
+    """Push back the expiry of the run lock held with ``token``; False when it is no longer held."""
+    keys = [run_key(tenant_slug, conversation_id)]
+    return bool(_call("run_extend", tenant_slug, _scripts().run_extend, keys=keys, args=[token, ttl_ms]))
+
+
+def run_unlock(*, tenant_slug: str, conversation_id: str, token: str) -> None:
+    """Release the run lock if ``token`` still holds it (a lock that expired and was taken again is left)."""
+    _call("run_unlock", tenant_slug, _scripts().release, keys=[run_key(tenant_slug, conversation_id)], args=[token])
+
+
+def runs_admit(*, tenant_slug: str, tenant_id: int, token: str, limit: int, ttl_ms: int) -> tuple[bool, int]:
+    """Count a chat run among the tenant's, if fewer than ``limit`` run: (admitted, runs counted)."""
+    reply = _call("runs_admit", tenant_slug, _scripts().run_admit, keys=[tenant_runs_key(tenant_id)], args=[token, limit, ttl_ms])
+    return int(reply[0]) == 1, int(reply[1])
+
+
+def runs_prolong(*, tenant_slug: str, tenant_id: int, token: str, ttl_ms: int) -> None:
+    _call("runs_prolong", tenant_slug, _scripts().run_prolong, keys=[tenant_runs_key(tenant_id)], args=[token, ttl_ms])
+
+
+def runs_leave(*, tenant_slug: str, tenant_id: int, token: str) -> None:
+    _call("runs_leave", tenant_slug, client().zrem, tenant_runs_key(tenant_id), token)

@@ -42,7 +42,6 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from conversations import cache, metrics
-from memoryproject.middleware import client_ip
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -167,6 +166,10 @@ def _address_window(request: Any) -> tuple[str, int, int] | None:
     """The key, length and number of the client address's failure window now (None: no limit)."""
     if settings.MEMORY_AUTH_FAILURE_LIMIT <= 0:
         return None
+    # Imported here: the middleware imports DRF's views, whose import loads the authentication, which
+    # imports this module; at the top, whichever of them is imported first would fail.
+    from memoryproject.middleware import client_ip
+
     address = client_ip(request) or "unknown"
     length = max(1, settings.MEMORY_AUTH_FAILURE_WINDOW)
     number = int(TenantRateThrottle.timer() // length)

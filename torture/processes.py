@@ -316,13 +316,15 @@ class TcpProxy:
 
 class WebServer(ServiceProcess):
     """A real gunicorn serving ``memoryproject.wsgi`` on a free port, with its own environment;
-    a test may SIGKILL it (master and workers) and start it again on the same port."""
+    a test may SIGKILL it (master and workers) and start it again on the same port. Its workers are
+    gthread workers of ``threads`` threads, as ``gunicorn.conf.py`` serves the API."""
 
     kind = "gunicorn"
 
-    def __init__(self, *, env: dict[str, str], name: str = "web", workers: int = 2) -> None:
+    def __init__(self, *, env: dict[str, str], name: str = "web", workers: int = 2, threads: int = 8) -> None:
         super().__init__(env=env, name=name)
         self.workers = workers
+        self.threads = threads
         self.port = free_port()
 
     @property
@@ -337,6 +339,10 @@ class WebServer(ServiceProcess):
             f"127.0.0.1:{self.port}",
             "--workers",
             str(self.workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            str(self.threads),
             "--timeout",
             "60",
             "--graceful-timeout",

@@ -29,6 +29,24 @@ class ChatView(TenantAPIView):
                 description="With stream (or Accept: text/event-stream): server-sent events, start, then token for each "
                 "piece of the answer, then done or error.",
             ),
+            409: OpenApiResponse(
+                description="run_active: another chat turn of this conversation is running (one at a time, so each "
+                "answer follows its question); chat_in_progress: this message_id is being answered. Nothing stored; "
+                "retry after Retry-After."
+            ),
+            429: OpenApiResponse(
+                description="chat_limit_reached: the tenant has MEMORY_CHAT_MAX_CONCURRENT_PER_TENANT chat turns running; "
+                "throttled: its MEMORY_RATE_LIMIT. Nothing stored; retry after Retry-After."
+            ),
+            502: OpenApiResponse(description="model_error or egress_refused: the user's message stays stored."),
+            503: OpenApiResponse(
+                description="chat_capacity: the web process's share of threads for chats is in use (nothing stored); "
+                "chat_model_not_configured, chat_model_unavailable, provider_credential_missing, service_unavailable. "
+                "Retry after Retry-After."
+            ),
+            504: OpenApiResponse(
+                description="model_timeout: no answer within MEMORY_CHAT_TIMEOUT; the user's message stays stored."
+            ),
         },
         description="Seed 000/002/003's agent loop: store the user's message, build its context (recent turns, summary "
         "and, with use_memory, long-term memory), ask the tenant's chat model, store its answer and update the memory "

@@ -7,7 +7,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from conversations.exceptions import MemoryServiceError, ServiceUnavailable
+from conversations.exceptions import MemoryServiceError
 
 DRF_CODES = {
     exceptions.ValidationError: "validation_error",
@@ -30,8 +30,9 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, MemoryServiceError):
         response = Response(error_body(exc.code, exc.message, exc.details), status=exc.status)
-        if isinstance(exc, ServiceUnavailable):
-            response["Retry-After"] = str(exc.retry_after)
+        retry_after = getattr(exc, "retry_after", None)  # a 503, and refusals that a wait resolves (409, 429)
+        if retry_after is not None:
+            response["Retry-After"] = str(retry_after)
         return response
     response = drf_exception_handler(exc, context)
     if response is None:

@@ -359,6 +359,15 @@ MEMORY_CHAT_TEMPERATURE = env.float("MEMORY_CHAT_TEMPERATURE", default=0.7)
 MEMORY_CHAT_MAX_TOKENS = env.int("MEMORY_CHAT_MAX_TOKENS", default=2048)
 MEMORY_CHAT_TIMEOUT = env.float("MEMORY_CHAT_TIMEOUT", default=60.0)
 MEMORY_CHAT_MAX_RETRIES = env.int("MEMORY_CHAT_MAX_RETRIES", default=1)
+# Chat runs a tenant may have at once, across every web process (chat/runs.py; 0: no bound). Over it,
+# 429 chat_limit_reached. A run is one conversation's turn: a second message to a conversation whose
+# run is active is a 409 run_active whatever this bound.
+MEMORY_CHAT_MAX_CONCURRENT_PER_TENANT = env.int("MEMORY_CHAT_MAX_CONCURRENT_PER_TENANT", default=4)
+# The share of a web process's threads that chats (which wait on a model for up to MEMORY_CHAT_TIMEOUT)
+# may hold at once, rounded down, at least one and never every thread; the rest serve everything
+# else. Over it, 503 chat_capacity at once. Known under gunicorn (gunicorn.conf.py tells the worker
+# its thread count); elsewhere (runserver, the test client) no per-process bound.
+MEMORY_CHAT_THREAD_SHARE = env.float("MEMORY_CHAT_THREAD_SHARE", default=0.5)
 # Providers of the deployment's own beyond init_chat_model's: name -> "dotted.module:factory", the
 # factory called with the keyword arguments model, temperature, max_tokens, timeout, max_retries and,
 # when set, base_url and api_key.
@@ -406,6 +415,7 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_CHAT_MAX_TOKENS",
     "MEMORY_CHAT_TIMEOUT",
     "MEMORY_CHAT_MAX_RETRIES",
+    "MEMORY_CHAT_MAX_CONCURRENT_PER_TENANT",
 )
 
 # --- Logging: structured (structlog), one JSON object a line --------------------------------------

@@ -5,7 +5,9 @@ model servers (vLLM, llama.cpp, a gateway) answer. It records each request's bod
 
 * ``stub-echo`` (or any other): ``stub heard <n> messages; the last: <content>``;
 * ``stub-fail``: HTTP 500 with an OpenAI error body;
-* ``stub-slow``: answers after ``SLOW_SECONDS``.
+* ``stub-slow``: answers after ``SLOW_SECONDS``;
+* ``stub-hang``: a model server that hangs: answers only once ``release()`` is called (or after
+  ``HANG_SECONDS``); ``hanging`` counts the requests it holds.
 """
 
 import json
@@ -15,12 +17,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SLOW_SECONDS = 4.0
+HANG_SECONDS = 60.0
 USAGE = {"prompt_tokens": 21, "completion_tokens": 7, "total_tokens": 28}
 
 
 class OpenAICompatibleServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.hanging = 0
+        self._released = threading.Event()
+        self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -44,6 +50,8 @@ class OpenAICompatibleServer:
                     return self._json(500, {"error": {"message": "the stub model server failed", "type": "server_error"}})
                 if model == "stub-slow":
                     time.sleep(SLOW_SECONDS)
+                if model == "stub-hang":
+                    server._hang()
                 messages = body.get("messages") or []
                 content = f"stub heard {len(messages)} messages; the last: {messages[-1]['content'] if messages else ''}"
                 if body.get("stream"):
@@ -92,6 +100,19 @@ class OpenAICompatibleServer:
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="openai-stub", daemon=True)
 
+    def _hang(self) -> None:
+        with self._lock:
+            self.hanging += 1
+        try:
+            self._released.wait(HANG_SECONDS)
+        finally:
+            with self._lock:
+                self.hanging -= 1
+
+    def release(self) -> None:
+        """The hanging requests answer now, and later ones at once."""
+        self._released.set()
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -101,5 +122,6 @@ class OpenAICompatibleServer:
         return self
 
     def stop(self) -> None:
+        self.release()
         self._server.shutdown()
         self._server.server_close()

@@ -345,3 +345,94 @@ def test_a_message_sent_again_while_it_is_being_answered_is_a_409_not_a_second_a
     assert retried.status_code == 201
     assert len(fakes.calls()) == 2
     assert transcript(service, "twice") == [("user", "Hello"), ("assistant", retried.json()["assistant_message"]["content"])]
+
+
+def test_a_second_message_to_a_conversation_whose_turn_is_running_is_a_409_and_is_not_stored(
+    service: LiveService, tenant: Any
+) -> None:
+    configure(tenant, MEMORY_CHAT_MODEL="fake:echo", MEMORY_CHAT_TIMEOUT=2)
+    first: dict[str, httpx.Response] = {}
+    slow = threading.Thread(target=lambda: first.update(answer=chat(service, "at-once", content="First", model="slow-model")))
+    slow.start()
+    try:
+        wait_until(lambda: fakes.calls(), timeout=10, message="the model to be asked")
+
+        second = chat(service, "at-once", content="Second")
+        with httpx.stream(
+            "POST",
+            f"{service.url}/api/v1/conversations/at-once/chat/",
+            json={"content": "Third", "stream": True},
+            headers={"Authorization": f"Api-Key {service.api_key}"},
+            timeout=30,
+        ) as streamed:
+            streamed.read()
+    finally:
+        slow.join()
+
+    for refused in (second, streamed):
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "run_active"
+        assert refused.headers["Retry-After"]
+    assert first["answer"].status_code == 504
+    assert transcript(service, "at-once") == [("user", "First")]
+    assert chat(service, "at-once", content="Second").status_code == 201  # the first turn has ended
+
+
+def test_another_tenants_reads_are_answered_while_a_tenants_model_server_hangs(
+    service: LiveService, tenant: Any, other_tenant: Any, worker_env: dict[str, str], model_server: OpenAICompatibleServer
+) -> None:
+    """Tenant B's chats wait on a model server that does not answer; tenant A reads its window on the
+    same web process meanwhile. One worker of 4 threads: chats may hold 2 of them, the others are
+    refused at once (503 chat_capacity), and A's reads get the threads left."""
+    configure(
+        other_tenant,
+        MEMORY_CHAT_MODEL="openai:stub-hang",
+        MEMORY_CHAT_BASE_URL=model_server.base_url,
+        MEMORY_CHAT_TIMEOUT=60,
+        MEMORY_CHAT_MAX_RETRIES=0,
+    )
+    tenant_services.provider_credential_set(tenant=other_tenant, provider="openai", secret="sk-tenant-b-0001")
+    _, key_b = tenant_services.api_key_create(tenant=other_tenant, name="hanging")
+    web = WebServer(env={**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": "127.0.0.1/32"}, name="chat-fair", workers=1, threads=4)
+    web.start()
+    shared = LiveService(web=web, worker=service.worker, api_key=service.api_key)
+    answers: dict[int, httpx.Response] = {}
+    chats = [
+        threading.Thread(target=lambda n=n: answers.update({n: chat(shared, f"hang-{n}", api_key=key_b, content="Hello?")}))
+        for n in range(5)
+    ]
+    try:
+        assert httpx.post(
+            f"{shared.url}/api/v1/conversations/a-reads/messages/",
+            json={"role": "user", "content": "A's own message"},
+            headers={"Authorization": f"Api-Key {service.api_key}"},
+            timeout=10,
+        ).is_success
+        for thread in chats:
+            thread.start()
+        wait_until(lambda: model_server.hanging == 2 and len(answers) == 3, timeout=30, message="2 chats hanging, 3 refused")
+        assert (
+            sorted((response.status_code, response.json()["error"]["code"]) for response in answers.values())
+            == [(503, "chat_capacity")] * 3
+        )
+
+        reads = [
+            httpx.get(
+                f"{shared.url}/api/v1/conversations/a-reads/messages/",
+                headers={"Authorization": f"Api-Key {service.api_key}"},
+                timeout=30,
+            )
+            for _ in range(20)
+        ]
+
+        assert [response.status_code for response in reads] == [200] * 20
+        assert reads[-1].json()["messages"][0]["content"] == "A's own message"
+        # Answered before the hanging chats returned: they still hang.
+        assert model_server.hanging == 2
+        assert len(answers) == 3
+    finally:
+        model_server.release()
+        for thread in chats:
+            thread.join()
+        web.stop()
+    assert sorted(response.status_code for response in answers.values()) == [201, 201, 503, 503, 503]
