@@ -213,6 +213,15 @@ def any_pool_worker(request: Any, worker_env: dict[str, str], transactional_db: 
         worker.stop()
 
 
+def waiting_on_a_lock(dsn: str) -> int:
+    """How many sessions of the test database wait on a lock (a worker blocked inside its persist task)."""
+    with psycopg.connect(dsn, autocommit=True) as probe:
+        return probe.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+            [connection.settings_dict["NAME"]],
+        ).fetchone()[0]
+
+
 def test_a_worker_killed_mid_task_redelivers_and_makes_exactly_one_row(api, tenant, any_pool_worker):
     worker = any_pool_worker
     assert api.post("/api/v1/conversations/", {"conversation_id": "killed"}, format="json").status_code == 201
@@ -223,14 +232,7 @@ def test_a_worker_killed_mid_task_redelivers_and_makes_exactly_one_row(api, tena
         blocker.execute("SELECT 1 FROM conversation_memories WHERE conversation_id = 'killed' FOR UPDATE")
         written = append(api, "killed", "survive the crash").json()["messages"][0]
 
-        def worker_is_blocked_mid_task() -> bool:
-            with psycopg.connect(dsn, autocommit=True) as probe:
-                row = probe.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", [db["NAME"]]
-                ).fetchone()
-                return row[0] > 0
-
-        wait_until(worker_is_blocked_mid_task, message="the worker to be inside the persist task")
+        wait_until(lambda: waiting_on_a_lock(dsn) > 0, message="the worker to be inside the persist task")
         worker.kill()
         blocker.rollback()
     log_offset = worker.log_path.stat().st_size
@@ -414,11 +416,7 @@ def test_a_thread_pool_worker_keeps_consuming_after_a_broker_reconnect_with_task
             def all_tasks_in_hand() -> bool:
                 with celery_app.connection_for_write() as conn:
                     _, ready, _ = conn.default_channel.queue_declare(settings.MEMORY_QUEUE, passive=True)
-                with psycopg.connect(dsn, autocommit=True) as probe:
-                    waiting = probe.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", [db["NAME"]]
-                    ).fetchone()[0]
-                return ready == 0 and waiting > 0
+                return ready == 0 and waiting_on_a_lock(dsn) > 0
 
             wait_until(all_tasks_in_hand, message="the worker's threads to hold the four tasks")
             offset = worker.log_path.stat().st_size
@@ -464,14 +462,7 @@ def test_a_pool_process_lost_mid_task_disturbs_a_ledger_redis_lost(api, tenant, 
         blocker.execute("SELECT 1 FROM conversation_memories WHERE conversation_id = 'lost' FOR UPDATE")
         assert append(api, "lost", "in the pool process that dies").status_code == 201
 
-        def worker_is_blocked_mid_task() -> bool:
-            with psycopg.connect(dsn, autocommit=True) as probe:
-                row = probe.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", [db["NAME"]]
-                ).fetchone()
-                return row[0] > 0
-
-        wait_until(worker_is_blocked_mid_task, message="the worker to be inside the persist task")
+        wait_until(lambda: waiting_on_a_lock(dsn) > 0, message="the worker to be inside the persist task")
         ledger_lost_and_drained()
         for pid in children(worker.process.pid):  # the pool process only: the worker lives on
             os.kill(pid, signal.SIGKILL)
