@@ -1,10 +1,7 @@
 """``/api/v1/status/`` by role: a tenant's key sees whether the backends answer and its own figures;
 the deployment's figures and the backends' error texts need the metrics token or a superuser's session."""
 
-import copy
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -13,24 +10,14 @@ from django.contrib.auth import get_user_model
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from conversations import cache
 from conversations.models import CacheRepair
+from tests.conversations.test_api import redis_unreachable
 from tests.factories import message_payload
 
 STATUS = "/api/v1/status/"
 SCRAPER = {"HTTP_AUTHORIZATION": "Bearer test-metrics-token"}
 # What only an operator may read: the queues and their depths, every tenant's fallbacks, latencies.
 DEPLOYMENT_ONLY = ("queue", "queue_depth", "derived_queue", "consumers", "fallbacks", "latency_ms", "error")
-
-
-@contextmanager
-def redis_unreachable() -> Iterator[None]:
-    caches = copy.deepcopy(settings.CACHES)
-    caches["default"]["LOCATION"] = "redis://127.0.0.1:1/0"
-    with override_settings(CACHES=caches):
-        with pytest.raises(cache.CacheUnavailable):
-            cache.ping()
-        yield
 
 
 def keys_of(value: Any) -> set[str]:
