@@ -1034,11 +1034,14 @@ def _send_task(task: Any, args: list[Any]) -> None:
         delivery_mode=PERSISTENT_DELIVERY_MODE,
         declare=[queue],
         headers=headers,
-        # Kombu hands transport options to py-amqp's Connection, which ignores ``confirm_timeout``:
-        # without it here, a publish would wait for its confirm for ever.
-        confirm_timeout=settings.CELERY_BROKER_TRANSPORT_OPTIONS["confirm_timeout"],
         **properties,
     )
+    confirm_timeout = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("confirm_timeout")
+    if confirm_timeout is not None:
+        # Kombu hands transport options to py-amqp's Connection, which ignores ``confirm_timeout``:
+        # without it here, a publish would wait for its confirm for ever. (The embedded run's Redis
+        # transport has no confirms, and no such option.)
+        options["confirm_timeout"] = confirm_timeout
     with app.producer_or_acquire() as producer:
         connection = producer.connection
         sent = False

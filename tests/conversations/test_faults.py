@@ -69,6 +69,33 @@ def test_a_201_is_a_persistent_message_on_a_durable_queue_before_any_worker_runs
         broker.default_channel.queue_declare(settings.MEMORY_QUEUE, durable=False)
 
 
+def test_the_embedded_runs_redis_transport_takes_a_persist_task(settings, transactional_db):
+    # `make run` sends its tasks through Redis (kombu's Redis transport): no publisher confirms, and
+    # no confirm timeout among its transport options.
+    import redis
+    from celery import Celery
+
+    from memoryproject.settings.base import durable_queues
+
+    broker_url = settings.REDIS_URL.rsplit("/", 1)[0] + "/15"
+    embedded_like = Celery("embedded-like", broker=broker_url)
+    embedded_like.conf.task_queues = durable_queues(settings.MEMORY_QUEUE)
+    embedded_like.conf.broker_transport_options = {"visibility_timeout": 3600}
+
+    @embedded_like.task(name="conversations.tasks.messages_persist")
+    def persist(payload: dict) -> None: ...
+
+    settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    queue = redis.Redis.from_url(broker_url)
+    queue.delete(settings.MEMORY_QUEUE)
+    try:
+        services._send_task(persist, [{"conversation_id": "embedded"}])
+        assert queue.llen(settings.MEMORY_QUEUE) == 1
+    finally:
+        queue.delete(settings.MEMORY_QUEUE)
+        embedded_like.close()
+
+
 def test_a_broker_that_refuses_the_publish_gets_503_and_nothing_is_stored(api, tenant, refusing_queue, transactional_db):
     with override_settings(MEMORY_QUEUE=refusing_queue):
         answer = append(api, "refused", "this must not be kept")
