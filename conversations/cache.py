@@ -394,6 +394,14 @@ redis.call('HDEL', KEYS[1], 'barrier_at', 'drained_at')
 return 1
 """
 
+# Void the round of barriers ARGV[2] of the ledger begun at ARGV[1], if it is still the current one
+# (one of its steps failed: the next append begins another). KEYS: ledger
+LEDGER_ROUND_VOID = """
+if redis.call('HGET', KEYS[1], 'since') ~= ARGV[1] or redis.call('HGET', KEYS[1], 'barrier_at') ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], 'barrier_at', 'drained_at')
+return 1
+"""
+
 # What a rebuild starts from: the version and the pending writes, read together.
 SNAPSHOT = """
 return {redis.call('HGET', KEYS[1], 'version') or '0', redis.call('HVALS', KEYS[2]),
@@ -589,6 +597,7 @@ class _Scripts:
             "LEDGER",
             "LEDGER_MARK",
             "LEDGER_DISTURB",
+            "LEDGER_ROUND_VOID",
             "SNAPSHOT",
             "INSTALL",
             "WINDOW",
@@ -764,6 +773,11 @@ def ledger_disturb(*, oldest_seq: int | None = None) -> bool:
     yet whole, unless the messages concerned (their ``oldest_seq``, when known) are younger than it."""
     args = [] if oldest_seq is None else [oldest_seq]
     return bool(_call("ledger", "-", _scripts().ledger_disturb, keys=[LEDGER_KEY], args=args))
+
+
+def ledger_round_void(*, since: int, barrier: int) -> bool:
+    """Void the round of barriers ``barrier`` if it is still current (one of its steps failed)."""
+    return bool(_call("ledger", "-", _scripts().ledger_round_void, keys=[LEDGER_KEY], args=[since, barrier]))
 
 
 def ledger_since() -> int | None:

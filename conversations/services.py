@@ -541,10 +541,10 @@ def ledger_is_whole(*, tenant: Tenant, conversation_id: str) -> bool:
 # Seconds a persist statement in flight when Redis lost the ledger may still take, and seconds a
 # message delivered just before a barrier may take to be committed or put back among the pending.
 LEDGER_SLACK_SECONDS = 5
-# A round of barriers with no result after this long is taken as lost (its task failed) and begun
-# again. Rounds wait behind the queue, which may be held up by an outage for as long as the
-# workers hold their messages.
-LEDGER_ROUND_STALLED_SECONDS = 900
+# A round of barriers with no result after this long is taken as lost and begun again (a step that
+# fails voids its round at once; this is for a step Redis could not hear of). Rounds wait behind the
+# queue, which may be held up by an outage for as long as the workers hold their messages.
+LEDGER_ROUND_STALLED_SECONDS = 120
 # Seconds a round waits for the workers to answer who they are.
 LEDGER_INQUIRY_SECONDS = 1.0
 
@@ -567,6 +567,15 @@ def ledger_round_begin(*, since: int) -> None:
         logger.info("ledger_barrier_published", since=since, barrier=barrier)
     except ServiceUnavailable as error:
         logger.warning("ledger_barrier_unpublished", since=since, error=error.message)
+        _void_quietly(since=since, barrier=barrier)
+
+
+def _void_quietly(*, since: int, barrier: int) -> None:
+    """A round that cannot go on: void it so the next append begins another (Redis willing)."""
+    try:
+        cache.ledger_round_void(since=since, barrier=barrier)
+    except cache.CacheUnavailable:
+        pass  # a round with no result is begun again after LEDGER_ROUND_STALLED_SECONDS
 
 
 def _ledger_begun(status: cache.LedgerStatus) -> None:
@@ -630,7 +639,17 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
         logger.info("ledger_whole" if whole else "ledger_round_void", since=since, barrier=barrier)
         return whole
     except cache.CacheUnavailable:
-        return False  # Redis restarted again: its ledger needs a round of its own
+        # Redis did not answer: this step again shortly. (If Redis restarted instead, the step finds
+        # its ledger gone and stops: the new ledger has a round of its own.)
+        try:
+            tasks.ledger_barrier.apply_async(args=[since, barrier, phase, workers], countdown=2, queue=settings.MEMORY_QUEUE)
+        except Exception as error:  # the broker too: the round is begun again once stalled
+            logger.warning("ledger_round_failed", since=since, barrier=barrier, phase=phase, error=repr(error))
+        return False
+    except Exception as error:  # the broker failed the inquiry or the next step's publish
+        logger.warning("ledger_round_failed", since=since, barrier=barrier, phase=phase, error=repr(error))
+        _void_quietly(since=since, barrier=barrier)
+        return False
 
 
 def persist_oldest_seq(task_name: str, args: Sequence[Any]) -> int | None:

@@ -197,6 +197,25 @@ def test_the_oldest_seq_of_a_persist_task_is_read_from_its_arguments():
     assert services.persist_oldest_seq("conversations.tasks.messages_persist", [{"messages": "hostile"}]) is None
 
 
+def test_a_round_whose_step_fails_is_begun_again_by_the_next_append(tenant, no_worker, monkeypatch):
+    restart_redis_empty()
+    with pytest.raises(ServiceUnavailable):
+        append(tenant, "c1", message("first after the loss"))
+
+    def broker_gone() -> dict[str, str]:
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    monkeypatch.setattr(services, "worker_generations", broker_gone)
+    assert run_round(barriers_queued()) == 1  # the inquiry failed: the round is void, not left hanging
+    assert cache.ledger_status().barrier_at is None
+
+    monkeypatch.setattr(services, "worker_generations", dict)
+    with pytest.raises(ServiceUnavailable):
+        append(tenant, "c1", message("begins another round"))
+    assert run_round(barriers_queued()) == 3
+    assert append(tenant, "c1", message("whole now")).created is True
+
+
 def test_once_the_ledger_is_whole_a_disturbance_changes_nothing(tenant, no_worker, workers):
     restart_redis_empty()
     with pytest.raises(ServiceUnavailable):
