@@ -382,12 +382,9 @@ return now
 
 # A persist message may have gone back to the broker (a worker lost its connection or a pool process,
 # a message was requeued): the round of barriers under way proves nothing about it. Unless the
-# ledger is already whole, or the message is younger than the ledger (ARGV[1], its oldest seq: its
-# ids are in this Redis, a resend finds them), the round is void; the next append begins another.
-# KEYS: ledger   Returns 1 when it voided the round.
+# ledger is already whole, the round is void; the next append begins another. KEYS: ledger
 LEDGER_DISTURB = """
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'whole_at') == 1 then return 0 end
-if ARGV[1] and tonumber(ARGV[1]) >= tonumber(redis.call('HGET', KEYS[1], 'since')) then return 0 end
 local t = redis.call('TIME')
 redis.call('HSET', KEYS[1], 'disturbed_at', string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2])))
 redis.call('HDEL', KEYS[1], 'barrier_at', 'drained_at')
@@ -768,22 +765,14 @@ def ledger_mark(*, since: int, event: str, barrier: int | None = None) -> int:
     return int(_call("ledger", "-", _scripts().ledger_mark, keys=[LEDGER_KEY], args=args))
 
 
-def ledger_disturb(*, oldest_seq: int | None = None) -> bool:
-    """A persist message may have gone back to the broker: void the round of barriers of a ledger not
-    yet whole, unless the messages concerned (their ``oldest_seq``, when known) are younger than it."""
-    args = [] if oldest_seq is None else [oldest_seq]
-    return bool(_call("ledger", "-", _scripts().ledger_disturb, keys=[LEDGER_KEY], args=args))
+def ledger_disturb() -> bool:
+    """A persist message may have gone back to the broker: void the round of barriers of a ledger not yet whole."""
+    return bool(_call("ledger", "-", _scripts().ledger_disturb, keys=[LEDGER_KEY], args=[]))
 
 
 def ledger_round_void(*, since: int, barrier: int) -> bool:
     """Void the round of barriers ``barrier`` if it is still current (one of its steps failed)."""
     return bool(_call("ledger", "-", _scripts().ledger_round_void, keys=[LEDGER_KEY], args=[since, barrier]))
-
-
-def ledger_since() -> int | None:
-    """When this Redis's ledger began (None: it has none yet)."""
-    since = _call("ledger", "-", client().hget, LEDGER_KEY, "since")
-    return int(since) if since else None
 
 
 def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:

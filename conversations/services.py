@@ -652,25 +652,6 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
         return False
 
 
-def persist_oldest_seq(task_name: str, args: Sequence[Any]) -> int | None:
-    """The oldest message seq a persist task's arguments carry (None: none, or not a persist task of
-    messages, such as the memory document's)."""
-    if task_name == "conversations.tasks.messages_persist_many" and args:
-        payloads = args[0] if isinstance(args[0], list) else []
-    elif task_name == "conversations.tasks.messages_persist" and args:
-        payloads = [args[0]]
-    else:
-        return None
-    seqs = [
-        message["seq"]
-        for payload in payloads
-        if isinstance(payload, dict)
-        for message in payload.get("messages") or ()
-        if isinstance(message, dict) and isinstance(message.get("seq"), int)
-    ]
-    return min(seqs, default=None)
-
-
 def worker_generations() -> dict[str, str]:
     """The workers consuming the persist queue, by name, with the generation of their broker
     connection (a new one each time it connects): who could hold a persist message now."""
@@ -690,30 +671,29 @@ def _same_workers(before: dict[str, str], now: dict[str, str]) -> bool:
     return all(now.get(name) == generation for name, generation in before.items())
 
 
-def ledger_disturbed(*, why: str, oldest_seq: int | None = None) -> bool | None:
+def ledger_disturbed(*, why: str) -> bool | None:
     """A persist message may have gone back to the broker (``why``): a ledger not yet whole needs a
-    new round of barriers, unless the messages concerned are younger than the ledger (``oldest_seq``,
-    the oldest of their seqs, when known: their ids are in Redis). Returns whether the round was
-    voided (False: nothing to void), or None when Redis does not answer."""
+    new barrier. Returns whether it was recorded (False: the ledger is whole or not begun, nothing
+    to void), or None when Redis does not answer."""
     try:
-        disturbed = cache.ledger_disturb(oldest_seq=oldest_seq)
+        disturbed = cache.ledger_disturb()
     except cache.CacheUnavailable as error:
         logger.warning("ledger_disturbance_unrecorded", why=why, error=str(error))
         return None
     if disturbed:
-        logger.info("ledger_disturbed", why=why, oldest_seq=oldest_seq)
+        logger.info("ledger_disturbed", why=why)
         metrics.ledger_disturbances.labels(why=why).inc()
     return disturbed
 
 
-def ledger_disturbed_soon(*, why: str, oldest_seq: int | None = None) -> threading.Thread:
+def ledger_disturbed_soon(*, why: str) -> threading.Thread:
     """``ledger_disturbed`` from a thread of its own, tried again each second while Redis does not
     answer (for at most ``MEMORY_PERSIST_HOLD`` seconds): for a worker's main process, whose event
     loop must not wait on Redis."""
 
     def report() -> None:
         deadline = time.monotonic() + settings.MEMORY_PERSIST_HOLD
-        while ledger_disturbed(why=why, oldest_seq=oldest_seq) is None and time.monotonic() < deadline:
+        while ledger_disturbed(why=why) is None and time.monotonic() < deadline:
             time.sleep(1.0)
 
     thread = threading.Thread(target=report, name=f"ledger-disturbed-{why}", daemon=True)

@@ -103,7 +103,7 @@ def _hold(task: Task, pause: float, *, holding_since: float, conversation_id: An
     if time.monotonic() + pause - holding_since > settings.MEMORY_PERSIST_HOLD:
         logger.warning("persist_requeued", task=task.name, conversation_id=conversation_id, held_seconds=round(pause, 1))
         metrics.persist_requeued.inc()
-        ledger_disturbed(task.name, task.request.args, why="requeued")
+        services.ledger_disturbed(why="requeued")
         raise Reject("held too long; delivered again later", requeue=True)
     time.sleep(pause)
 
@@ -126,18 +126,6 @@ def _reassert(payload: dict[str, Any]) -> None:
     services.messages_reassert_pending(payload=payload)
 
 
-def ledger_disturbed(task_name: str, args: Any, *, why: str, soon: bool = False) -> None:
-    """A persist message went back to the broker (``why``): disturb the ledger, if its messages may
-    be older than it (see ``services.ledger_disturbed``). The memory document's carries no message id."""
-    if task_name == "conversations.tasks.memory_persist":
-        return
-    oldest_seq = services.persist_oldest_seq(task_name, args or ())
-    if soon:
-        services.ledger_disturbed_soon(why=why, oldest_seq=oldest_seq)
-    else:
-        services.ledger_disturbed(why=why, oldest_seq=oldest_seq)
-
-
 class PersistRequest(Request):
     """A persist task's request in the worker's main process: a pool process lost while it ran hands
     its message back to the broker (``reject_on_worker_lost``), which disturbs the ledger."""
@@ -145,7 +133,7 @@ class PersistRequest(Request):
     def on_failure(self, exc_info: Any, send_failed_event: bool = True, return_ok: bool = False) -> None:
         super().on_failure(exc_info, send_failed_event=send_failed_event, return_ok=return_ok)
         if isinstance(exc_info.exception, WorkerLostError):  # requeued by now: a new barrier comes behind it
-            ledger_disturbed(self.name, self.args, why="worker_lost", soon=True)
+            services.ledger_disturbed_soon(why="worker_lost")
 
 
 class PersistTask(Task):
@@ -160,7 +148,7 @@ class PersistTask(Task):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if (self.request.delivery_info or {}).get("redelivered"):
             # Delivered before and handed back: it may have passed a ledger barrier meanwhile.
-            ledger_disturbed(self.name, args, why="redelivered")
+            services.ledger_disturbed(why="redelivered")
         return super().__call__(*args, **kwargs)
 
 

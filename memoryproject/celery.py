@@ -13,45 +13,31 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
-# The generation of this worker's hold on persist messages: a new one when its consumer first starts,
-# and again each time the consumer stops (its broker connection lost, the worker stopping) while it
-# held a message that may be older than the ledger of pending writes. A round of ledger barriers
-# asks for it (``ledger_generation``): a worker whose generation changed since the round began
-# handed such a message back to the queue, maybe behind the round's barriers.
+# The generation of this worker's broker connection: a new one each time its consumer starts, none
+# while it is down. A round of ledger barriers asks for it (``ledger_generation``): a worker that
+# reconnected since the round began may have handed messages back to the queue behind it.
 _connection = {"generation": None}
-
-PERSIST_TASKS = ("conversations.tasks.messages_persist", "conversations.tasks.messages_persist_many")
 
 
 class LedgerDisturbance(bootsteps.StartStopStep):
-    """Watches the consumer for the ledger's sake: when it stops, the persist messages the worker held
-    (running or prefetched) go back to the broker; if one may be older than the ledger (Redis lost
-    the record of it), the round of barriers under way is void and this worker's generation changes."""
+    """Each time the worker's consumer stops or starts (the worker started or stopped, or its broker
+    connection was lost and came back), the persist messages it held went back to the broker: the
+    ledger of pending writes, if Redis lost it and it is not whole yet, needs a new round of
+    barriers behind them."""
 
     requires = {"celery.worker.consumer.tasks:Tasks"}
 
     def start(self, parent: object) -> None:
-        if _connection["generation"] is None:
-            _connection["generation"] = uuid.uuid4().hex
+        from conversations import services
+
+        _connection["generation"] = uuid.uuid4().hex
+        services.ledger_disturbed_soon(why="worker_connected")
 
     def stop(self, parent: object) -> None:
-        from celery.worker import state
+        from conversations import services
 
-        from conversations import cache, services
-
-        held = [request for request in (*state.active_requests, *state.reserved_requests) if request.name in PERSIST_TASKS]
-        seqs = [services.persist_oldest_seq(request.name, request.args) for request in held]
-        if not held:
-            return
-        try:
-            since = cache.ledger_since()
-        except cache.CacheUnavailable:
-            since = None  # cannot tell: taken as older
-        oldest = min((seq for seq in seqs if seq is not None), default=None)
-        if since is not None and oldest is not None and None not in seqs and oldest >= since:
-            return  # every message it held is younger than the ledger: a resend finds its id in Redis
-        _connection["generation"] = uuid.uuid4().hex
-        services.ledger_disturbed_soon(why="worker_disconnected", oldest_seq=oldest if None not in seqs else None)
+        _connection["generation"] = None
+        services.ledger_disturbed_soon(why="worker_disconnected")
 
     shutdown = stop
 

@@ -173,30 +173,6 @@ def test_a_message_handed_back_to_the_broker_during_the_round_voids_it(tenant, n
     assert stored(tenant) == [(first["id"], acknowledged["seq"])]
 
 
-def test_a_message_younger_than_the_ledger_handed_back_leaves_the_round_alone(tenant, no_worker, workers):
-    # Its id is in this Redis: a resend finds it there whether or not it went back to the queue.
-    restart_redis_empty()
-    with pytest.raises(ServiceUnavailable):
-        append(tenant, "c1", message("first after the loss"))
-    run_tasks(barriers_queued())
-    second_step = barriers_queued()
-    since = cache.ledger_status().since
-
-    assert services.ledger_disturbed(why="worker_lost", oldest_seq=since + 1) is False
-    assert services.ledger_disturbed(why="worker_lost", oldest_seq=since - 1) is True
-    assert run_round(second_step) == 1  # the older one voided it
-
-
-def test_the_oldest_seq_of_a_persist_task_is_read_from_its_arguments():
-    one = {"messages": [{"id": "a", "seq": 7}, {"id": "b", "seq": 5}]}
-    many = [one, {"messages": [{"id": "c", "seq": 3}]}]
-
-    assert services.persist_oldest_seq("conversations.tasks.messages_persist", [one]) == 5
-    assert services.persist_oldest_seq("conversations.tasks.messages_persist_many", [many]) == 3
-    assert services.persist_oldest_seq("conversations.tasks.memory_persist", [{"document": {}}]) is None
-    assert services.persist_oldest_seq("conversations.tasks.messages_persist", [{"messages": "hostile"}]) is None
-
-
 def test_a_round_whose_step_fails_is_begun_again_by_the_next_append(tenant, no_worker, monkeypatch):
     restart_redis_empty()
     with pytest.raises(ServiceUnavailable):
