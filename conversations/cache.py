@@ -328,28 +328,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
-# Whether ids are provably new to a conversation whose database cannot be asked: the cached list
-# holds the whole conversation (its header says complete) and none of them. Scanned from the tail in
-# chunks (the list holds at most MEMORY_CACHE_LIST_LIMIT messages). Returns {1} when proven new,
-# {0} when it cannot be told, or {2, json} with a message found that holds one of the ids.
-# KEYS: messages   ARGV: ids...
-PROVE_NEW = """
-local header = redis.call('LINDEX', KEYS[1], 0)
-if not header or not string.find(header, '"complete":true', 1, true) then return {0} end
-local len = redis.call('LLEN', KEYS[1])
-local start = 1
-while start < len do
-  local chunk = redis.call('LRANGE', KEYS[1], start, start + 255)
-  for _, element in ipairs(chunk) do
-    for i = 1, #ARGV do
-      if string.find(element, '"id":"' .. ARGV[i] .. '"', 1, true) then return {2, element} end
-    end
-  end
-  start = start + 256
-end
-return {1}
-"""
-
 # The ledger's state in this Redis (see ``ledger_status``), created with ``since`` = now if missing.
 # KEYS: ledger   Returns {since, barrier_at or '', drained_at or '', whole_at or '', now, 1 if begun now,
 # disturbed_at or ''}.
@@ -590,7 +568,6 @@ class _Scripts:
             "RESERVE",
             "MERGE",
             "RELEASE",
-            "PROVE_NEW",
             "LEDGER",
             "LEDGER_MARK",
             "LEDGER_DISTURB",
@@ -712,16 +689,6 @@ def release(*, tenant_slug: str, conversation_id: str, token: str, unreserve: Se
     _call("release", tenant_slug, _scripts().release, keys=[keys.lock, keys.reserved], args=[token, *unreserve])
 
 
-def prove_new(*, tenant_slug: str, conversation_id: str, message_ids: Sequence[str]) -> bool | dict[str, Any]:
-    """Whether the cached list shows these ids are new (it holds the whole conversation and none of
-    them): True, False (it cannot tell), or the cached message that holds one of them."""
-    keys = ConversationKeys.of(tenant_slug, conversation_id)
-    reply = _call("prove_new", tenant_slug, _scripts().prove_new, keys=[keys.messages], args=list(message_ids))
-    if int(reply[0]) == 2:
-        return json.loads(reply[1])
-    return int(reply[0]) == 1
-
-
 LEDGER_KEY = "memory:ledger"
 
 
@@ -778,7 +745,7 @@ def ledger_round_void(*, since: int, barrier: int) -> bool:
 def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:
     """Mark the conversation's ledger whole (it lost nothing that may still be queued), and drop its
     cached list: one built before may lack writes that were still on their way, and a list read as
-    proof that an id is new (``prove_new``) must have been built from a whole ledger."""
+    a list built before may lack writes that were still on their way."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     invalidate(tenant_slug=tenant_slug, conversation_id=conversation_id)
     _call("ledger", tenant_slug, client().hset, keys.state, "ledger", 1)

@@ -383,9 +383,10 @@ def _append_through_cache(
        content differs); reserved (an earlier attempt crashed or its publish was indeterminate) is
        published again with its own seq; not found, it is reserved with its new seq.
     2. A client's id not in the ledger is looked for in PostgreSQL. If PostgreSQL does not answer,
-       the cached list may prove it new (``cache.prove_new``). If the ledger is not whole (Redis lost
-       pending writes that may still be queued: ``ledger_whole``), not finding it proves nothing.
-       Either way unknown: 503 ``idempotency_unknown``, nothing written.
+       or the ledger is not whole (Redis lost pending writes that may still be queued:
+       ``ledger_whole``) and PostgreSQL does not have it, it is unknown: 503 ``idempotency_unknown``,
+       nothing written. (A cached list cannot stand in for PostgreSQL: a row committed while Redis
+       did not answer, or a write on its way, may be missing from it.)
     3. The persist task is published and confirmed. Refused: 503 ``broker_unavailable``, the new
        reservations dropped. Indeterminate (sent, confirm lost): 503 ``write_indeterminate`` with the
        ids and seqs, the reservations kept, so a resend publishes the same seqs again.
@@ -476,24 +477,15 @@ def _append_through_cache(
 
 
 def _look_up_unknown(*, tenant: Tenant, conversation_id: str, ids: list[str], ledger_whole: bool) -> dict[str, dict[str, Any]]:
-    """Client ids the ledger does not hold: the ones PostgreSQL (or the cached list) has, by id.
+    """Client ids the ledger does not hold: the ones PostgreSQL has, by id.
 
     Raises ServiceUnavailable (``idempotency_unknown``) when an id found nowhere may still be a
-    write on its way to PostgreSQL, or nothing can be asked.
+    write on its way to PostgreSQL, or PostgreSQL cannot be asked.
     """
     try:
         stored = _stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=ids)
     except DatabaseError:
-        # A cached list proves only what it was built from: one built before the ledger was whole
-        # may lack writes still on their way. Marking the ledger whole drops the list it had.
-        if not ledger_whole:
-            raise _idempotency_unknown(conversation_id, "PostgreSQL does not answer") from None
-        proof = cache.prove_new(tenant_slug=tenant.slug, conversation_id=conversation_id, message_ids=ids)
-        if isinstance(proof, dict):
-            return {proof["id"]: proof}
-        if not proof:
-            raise _idempotency_unknown(conversation_id, "PostgreSQL does not answer") from None
-        stored = {}
+        raise _idempotency_unknown(conversation_id, "PostgreSQL does not answer") from None
     if len(stored) < len(ids) and not (ledger_whole or ledger_is_whole(tenant=tenant, conversation_id=conversation_id)):
         raise _idempotency_unknown(conversation_id, "Redis lost writes that may still be queued")
     return stored

@@ -261,7 +261,7 @@ def test_the_same_id_with_other_content_is_a_conflict_even_before_it_is_confirme
         append(tenant, "c1", first | {"content": "another"})
 
 
-def test_with_postgresql_unreachable_a_complete_cached_list_proves_a_client_id_new(tenant, no_worker, monkeypatch):
+def test_with_postgresql_unreachable_a_client_id_redis_does_not_hold_is_refused_not_guessed_new(tenant, no_worker, monkeypatch):
     append(tenant, "c1", message("cached"))
     run_queued_tasks()
 
@@ -269,10 +269,11 @@ def test_with_postgresql_unreachable_a_complete_cached_list_proves_a_client_id_n
         raise OperationalError("connection refused")
 
     monkeypatch.setattr(services, "_stored_messages", unreachable)
-    assert append(tenant, "c1", message("new while PostgreSQL is down")).created is True
-    with pytest.raises(ServiceUnavailable) as refused:  # an uncached conversation proves nothing
-        append(tenant, "c2", message("unknown"))
+    with pytest.raises(ServiceUnavailable) as refused:  # a cached list cannot stand in for PostgreSQL
+        append(tenant, "c1", message("new while PostgreSQL is down"))
     assert refused.value.code == "idempotency_unknown"
+    without_id = services.message_append(tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "x"}])
+    assert without_id.created is True  # a write without an id is taken: nothing to tell apart
 
 
 # --- 5.11 An honest 503 ----------------------------------------------------------------------------
@@ -440,19 +441,3 @@ def test_resent_metadata_that_postgresql_gives_back_as_another_number_is_the_sam
     again = append(tenant, "c1", first)
 
     assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
-
-
-def test_a_list_cached_before_the_ledger_was_whole_proves_no_id_new(tenant, no_worker, monkeypatch):
-    append(tenant, "c1", message("persisted"))
-    run_queued_tasks()
-    restart_redis_empty()
-    services.cache_rebuild(tenant=tenant, conversation_id="c1")  # built while writes may still be on their way
-    cache.ledger_mark(since=cache.ledger_status().since, event="whole_at")
-
-    def unreachable(**_: Any) -> None:
-        raise OperationalError("connection refused")
-
-    monkeypatch.setattr(services, "_stored_messages", unreachable)
-    with pytest.raises(ServiceUnavailable) as refused:
-        append(tenant, "c1", message("new while PostgreSQL is down"))
-    assert refused.value.code == "idempotency_unknown"
