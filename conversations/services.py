@@ -745,9 +745,9 @@ def _append_through_database(
     """Redis is down: the messages are committed to PostgreSQL here, under the conversation row's
     lock, with seqs from that row (the same hybrid clock); the 201 means committed.
 
-    Redis's ledger cannot be asked, so a client's id PostgreSQL does not hold is taken as new only
-    if no acknowledged write can still be on its way: the persist queue holds no message and
-    PostgreSQL has been up longer than a waiting worker's pause. Otherwise 503 ``idempotency_unknown``.
+    Redis's ledger cannot be asked, so a client's id PostgreSQL does not hold is unknown: it may be a
+    write acknowledged a moment ago, still queued or inside a worker's statement (a queue's count
+    does not show the messages workers hold). 503 ``idempotency_unknown``; writes without ids are taken.
     The conversation is marked for cache repair, and a persist task is published (best effort) so
     a worker settles the rows into the cache once Redis is back.
     """
@@ -758,7 +758,7 @@ def _append_through_database(
             )
             asked = [message["id"] for message in messages if message["id"] in client_ids]
             stored = _stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=asked) if asked else {}
-            if len(stored) < len(asked) and not _nothing_on_its_way():
+            if len(stored) < len(asked):
                 raise _idempotency_unknown(conversation_id, "Redis does not answer and writes may still be queued")
             first = last_seq - len(messages) + 1
             answers = [
@@ -801,20 +801,6 @@ def _task(name: str) -> Any:
     from conversations import tasks
 
     return getattr(tasks, name)
-
-
-def _nothing_on_its_way() -> bool:
-    """Whether no acknowledged write can still be on its way to PostgreSQL: the persist queue holds
-    no message and PostgreSQL has been up longer than a worker waiting for it pauses."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())")
-        uptime = float(cursor.fetchone()[0])
-    if uptime <= settings.MEMORY_RETRY_BACKOFF_MAX + LEDGER_SLACK_SECONDS:
-        return False
-    try:
-        return queue_depth(settings.MEMORY_QUEUE) == 0
-    except Exception:  # the broker does not answer: nothing can be told
-        return False
 
 
 def queue_depth(queue: str) -> int:

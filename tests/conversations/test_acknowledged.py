@@ -19,6 +19,7 @@ from conversations import cache, services, tasks
 from conversations.exceptions import Conflict, ServiceUnavailable, Unstorable
 from conversations.models import DeadLetter, LedgerEpoch, Message
 from tests.conftest import run_queued_tasks, run_tasks, take_queued_tasks
+from tests.conversations.test_api import redis_unreachable
 
 
 def message(content: str, **extra: Any) -> dict[str, Any]:
@@ -274,6 +275,23 @@ def test_with_postgresql_unreachable_a_client_id_redis_does_not_hold_is_refused_
     assert refused.value.code == "idempotency_unknown"
     without_id = services.message_append(tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "x"}])
     assert without_id.created is True  # a write without an id is taken: nothing to tell apart
+
+
+def test_with_redis_unreachable_a_client_id_postgresql_does_not_hold_is_refused(tenant, no_worker):
+    # Acknowledged a moment ago, its persist message may be inside a worker's statement: a queue's
+    # count does not show it, so nothing but Redis's ledger could tell it from a new message.
+    persisted = append(tenant, "c1", first := message("persisted")).messages[0]
+    run_queued_tasks()
+
+    with redis_unreachable():
+        with pytest.raises(ServiceUnavailable) as refused:
+            append(tenant, "c1", message("unknown while Redis is down"))
+        again = append(tenant, "c1", first)
+        without_id = services.message_append(tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "x"}])
+
+    assert refused.value.code == "idempotency_unknown"
+    assert (again.created, again.messages[0]["seq"]) == (False, persisted["seq"])
+    assert without_id.created is True
 
 
 # --- 5.11 An honest 503 ----------------------------------------------------------------------------
