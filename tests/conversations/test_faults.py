@@ -78,7 +78,7 @@ def test_the_embedded_runs_redis_transport_takes_a_persist_task(settings, transa
     from memoryproject.settings.base import durable_queues
 
     broker_url = settings.REDIS_URL.rsplit("/", 1)[0] + "/15"
-    embedded_like = Celery("embedded-like", broker=broker_url)
+    embedded_like = Celery("embedded-like", broker=broker_url, set_as_current=False)
     embedded_like.conf.task_queues = durable_queues(settings.MEMORY_QUEUE)
     embedded_like.conf.broker_transport_options = {"visibility_timeout": 3600}
 
