@@ -223,10 +223,14 @@ class PrivateRedis:
 
 
 class TcpProxy:
-    """Forwards a local port to a target; ``cut()`` drops every connection and refuses new ones."""
+    """Forwards a local port to a target; ``cut()`` drops every connection and refuses new ones.
 
-    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+    ``idle_timeout``: seconds the target side may stay silent before its connection is dropped (None:
+    never, for a quiet AMQP connection that hears only heartbeats, minutes apart)."""
+
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1", *, idle_timeout: float | None = 5) -> None:
         self.target = (target_host, target_port)
+        self.idle_timeout = idle_timeout
         self.port = free_port()
         self._connections: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -255,6 +259,7 @@ class TcpProxy:
             except OSError:
                 client.close()
                 continue
+            upstream.settimeout(self.idle_timeout)
             with self._lock:
                 self._connections += [client, upstream]
             for source, sink in ((client, upstream), (upstream, client)):

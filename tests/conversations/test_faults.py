@@ -6,7 +6,6 @@ import os
 import signal
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -373,34 +372,12 @@ def test_writes_acknowledged_during_an_outage_survive_a_queue_that_refuses_publi
     assert not DeadLetter.objects.for_tenant(tenant).exists()
 
 
-class BrokerProxy(TcpProxy):
-    """A proxy that keeps a quiet connection: an idle AMQP connection hears only heartbeats, which
-    may be minutes apart, so the broker side must not time out (TcpProxy's does after 5 s)."""
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            with self._lock:
-                self._connections += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-
 @pytest.fixture
 def broker_proxy() -> Iterator[TcpProxy]:
     """The broker behind a proxy that can be cut: a worker of the test's own loses its connections
     as on a broker restart, while this process keeps publishing to the broker itself."""
     broker = urlsplit(settings.CELERY_BROKER_URL)
-    proxy = BrokerProxy(broker.port or 5672, broker.hostname or "127.0.0.1")
+    proxy = TcpProxy(broker.port or 5672, broker.hostname or "127.0.0.1", idle_timeout=None)
     proxy.start()
     try:
         yield proxy
