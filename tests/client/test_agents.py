@@ -102,11 +102,17 @@ def stored(memory: MemoryClient, conversation_id: str) -> list[BaseMessage]:
     return messages_from_dict(memory.window(conversation_id, limit=500))
 
 
+def api_key_header(service: LiveService) -> dict[str, str]:
+    return {"Authorization": f"Api-Key {service.api_key}"}
+
+
 def thread(conversation_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": conversation_id}}
 
 
-def test_a_tool_loop_is_stored_once_in_order_and_the_model_gets_the_call_and_its_result(memory: MemoryClient) -> None:
+def test_a_tool_loop_is_stored_once_in_order_and_the_model_gets_the_call_and_its_result(
+    service: LiveService, memory: MemoryClient
+) -> None:
     model = ScriptedChatModel(replies=tool_loop_replies())
     agent = agent_of(model, ServiceMemoryMiddleware(memory, user_id="u-42", agent_id="travel"))
 
@@ -122,7 +128,7 @@ def test_a_tool_loop_is_stored_once_in_order_and_the_model_gets_the_call_and_its
     ]
     assert stored(memory, "madrid") == result["messages"]
     assert [message["role"] for message in memory.messages("madrid")] == ["user", "assistant", "tool", "assistant"]
-    owners = httpx.get(f"{memory.base_url}/api/v1/conversations/madrid/", headers=memory._headers).json()
+    owners = httpx.get(f"{service.url}/api/v1/conversations/madrid/", headers=api_key_header(service)).json()
     assert (owners["user_id"], owners["agent_id"]) == ("u-42", "travel")
 
 
@@ -134,13 +140,18 @@ def test_a_second_agent_in_a_new_process_sees_the_first_turn_only_through_the_se
         )["messages"]
 
     with service.client() as second_client:
-        second = ScriptedChatModel(replies=[AIMessage(content="Take sunglasses.")])
-        follow_up = HumanMessage("Should I pack anything?")
+        seville = {"name": "weather", "args": {"city": "Seville"}, "id": "call-seville", "type": "tool_call"}
+        second = ScriptedChatModel(
+            replies=[AIMessage(content="", tool_calls=[seville]), AIMessage(content="Sunny in both: take sunglasses.")]
+        )
         second_turn = agent_of(second, ServiceMemoryMiddleware(second_client)).invoke(
-            {"messages": [follow_up]}, thread("two-turns")
+            {"messages": [HumanMessage("And in Seville?")]}, thread("two-turns")
         )["messages"]
 
-        assert second.received == [[SystemMessage(SYSTEM), *first_turn, second_turn[0]]]
+        assert second.received == [
+            [SystemMessage(SYSTEM), *first_turn, second_turn[0]],
+            [SystemMessage(SYSTEM), *first_turn, *second_turn[:3]],
+        ]
         assert stored(second_client, "two-turns") == [*first_turn, *second_turn]
 
 
@@ -279,7 +290,7 @@ def test_with_use_memory_the_model_gets_the_users_facts_and_relevant_older_messa
     conversation_of_facts(tenant, "old-session", user_id="caroline")
     with service.client() as client:
         response = httpx.put(
-            f"{service.url}/api/v1/users/caroline/facts/diet/", json={"value": "vegetarian"}, headers=client._headers
+            f"{service.url}/api/v1/users/caroline/facts/diet/", json={"value": "vegetarian"}, headers=api_key_header(service)
         )
         assert response.status_code == 201, response.text
         model = ScriptedChatModel(replies=[AIMessage(content="Rex, your golden retriever.")])
@@ -303,3 +314,12 @@ def test_a_fixed_conversation_id_needs_no_thread_and_no_conversation_is_an_error
     with pytest.raises(ConversationIdMissing, match="thread_id"):
         agent_of(nowhere, ServiceMemoryMiddleware(memory)).invoke({"messages": [HumanMessage("Hi")]})
     assert nowhere.received == []
+
+
+def test_the_middlewares_system_prompt_replaces_the_agents(memory: MemoryClient) -> None:
+    model = ScriptedChatModel(replies=[AIMessage(content="Hola.")])
+    middleware = ServiceMemoryMiddleware(memory, system_prompt="Answer in Spanish.")
+
+    agent_of(model, middleware).invoke({"messages": [HumanMessage("Hi")]}, thread("spanish"))
+
+    assert model.received[0][0] == SystemMessage("Answer in Spanish.")
