@@ -16,9 +16,11 @@ Contract:
   tool's result comes after the last model call), every message of the current turn the service
   does not have yet is appended, in order, converted by :func:`memory_client.messages.to_service`
   (chunks first become whole messages). Each message's service id is derived from the
-  conversation and its LangChain id (a UUID5), which the agent's state always sets: a re-run
-  from a checkpoint, a retried node or a resent message sends the same id with the same content,
-  which the service stores once. The ids already stored in this turn are kept in the private
+  conversation and its LangChain id (a UUID5), which the agent's state always sets; a tool result,
+  which the state would give a random id, gets one derived from its turn's human message id and
+  the tool call it answers. A re-run from a checkpoint, a retried node, or a run resent with the
+  same message ids (and a model answering with the same ids) sends the same id with the same
+  content, which the service stores once. The ids already stored in this turn are kept in the private
   state key ``memory_stored_ids``, so a message is not sent again on every call.
 * **What the model receives.** The service's context for ``query`` = the text of the current
   turn's human message, ``system_prompt`` = the middleware's ``system_prompt`` when given, else
@@ -45,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Final, NotRequired
+from typing import Annotated, Any, Final
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
@@ -63,6 +65,7 @@ from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
+from typing_extensions import NotRequired  # noqa: UP035 (typing has it from Python 3.11; the client supports 3.10)
 
 from memory_client.http import MemoryClient
 from memory_client.messages import to_service
