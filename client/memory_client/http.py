@@ -2,25 +2,40 @@
 
 Contract:
 
-* Every request carries ``Authorization: Api-Key <key>`` and speaks JSON.
-* A service error ``{"error": {"code", "message", "details"}}`` is raised as
-  :class:`MemoryServiceError` (``status``, ``code``, ``message``, ``details``); a 404 as its
-  subclass :class:`NotFound`. A service that cannot be reached after the retries is a
-  :class:`MemoryServiceError` with ``status=None`` and ``code="unreachable"``.
+* Every request carries ``Authorization: Api-Key <key>`` and speaks JSON. Every operation of the API
+  has a method, and its async twin with an ``a`` prefix (``window`` and ``awindow``).
+* A service error ``{"error": {"code", "message", "details"}}`` is raised as a
+  :class:`MemoryServiceError` (``status``, ``code``, ``message``, ``details``, ``retry_after``) of the
+  subclass named by its status: :class:`BadRequest` (400), :class:`Unauthorized` (401),
+  :class:`Forbidden` (403), :class:`NotFound` (404), :class:`Conflict` (409),
+  :class:`PayloadTooLarge` (413), :class:`RateLimited` (429), :class:`ServiceUnavailable` (503); any
+  other status is the base class. A service that cannot be reached after the retries is
+  :class:`Unreachable` (``status=None``, ``code="unreachable"``). Errors survive ``copy.deepcopy``
+  and being sent between processes.
+* A conversation id the service would refuse (see :func:`check_conversation_id`), and a user id or
+  fact key that cannot be one segment of a URL path, raise ``ValueError`` before any request.
 * Reads of something that may not exist yet answer an empty value instead of raising: the window
-  and message list of an unknown conversation are ``[]``, clearing or deleting it is a no-op, and
-  a missing checkpoint is ``None``. Only the service's own ``not_found`` answer counts: a 404 from
-  a path the service does not know (an older deployment, a proxy) still raises.
+  and message list of an unknown conversation are ``[]``, its summaries ``[]``, a missing
+  conversation, memory document, message, fact or checkpoint is ``None``, a fact's history is an
+  empty page, and clearing, erasing or deleting what does not exist is a no-op. Only the service's
+  own ``not_found`` answer counts: a 404 from a path the service does not know (an older deployment,
+  a proxy) still raises.
 * Retries: a 503 (waiting ``Retry-After``, capped at ``RETRY_AFTER_CAP`` seconds), a refused or
   dropped connection and a timeout are retried up to ``retries`` times, with exponential backoff.
-  Every call is safe to repeat: each appended message gets its UUID ``id`` on the client before the
-  first attempt (the service answers a resend with the same id and content with the stored message),
-  a checkpoint is put under its own id, writes are keyed by task and index, deletes are idempotent,
-  a chat turn's message gets its ``message_id`` first too. A 503 saying the tenant has no usable chat
-  model (``PERMANENT_UNAVAILABLE``) is raised at once: no retry changes it.
+  Every call is safe to repeat, because what a write says is fixed before the first attempt and the
+  resend is the same request: each appended message gets its UUID ``id`` on the client (the service
+  answers a resend with the same id and content with the stored message and its first seq, which is
+  also how a ``write_indeterminate`` 503 is settled), a chat turn's message gets its ``message_id``
+  first too, a checkpoint is put under its own id, writes are keyed by task and index, the memory
+  document, facts and conversation changes are replaced by value (sending them again changes
+  nothing), a summary asked for again is the one filed, and deletes are idempotent. A conversation
+  create whose resend meets ``conflict`` (the first attempt stored it, its answer was lost) answers
+  the conversation when it holds what was sent. A 503 that no retry changes (``PERMANENT_UNAVAILABLE``:
+  the tenant's chat model is not configured or usable) is raised at once. A 429 is raised, not
+  retried: its ``retry_after`` says when to try again.
 * Appends are sent in batches of at most ``MAX_BATCH`` messages, in order.
-* The async methods (``a`` prefix) use an ``httpx.AsyncClient`` created on first use, one per event
-  loop, so a client may serve several ``asyncio.run`` calls.
+* The async methods use an ``httpx.AsyncClient`` created on first use, one per event loop, so a
+  client may serve several ``asyncio.run`` calls.
 """
 
 from __future__ import annotations
@@ -29,12 +44,14 @@ import asyncio
 import email.utils
 import json
 import random
+import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Literal, TypedDict
 from urllib.parse import quote
 
 import httpx
@@ -46,28 +63,51 @@ BACKOFF_BASE: Final = 0.25
 BACKOFF_CAP: Final = 4.0
 # A chat call waits for the model: up to the service's MEMORY_CHAT_TIMEOUT (60 s by default).
 CHAT_TIMEOUT: Final = 90.0
-# 503s that no retry will change: the tenant's chat model is not configured or cannot be set up.
-PERMANENT_UNAVAILABLE: Final = frozenset({"chat_model_not_configured", "chat_model_unavailable"})
+# 503s that no retry will change: the tenant's chat model is not configured, cannot be set up, or
+# its provider's credential is missing from the deployment.
+PERMANENT_UNAVAILABLE: Final = frozenset({"chat_model_not_configured", "chat_model_unavailable", "provider_credential_missing"})
 # Errors after which the request may not have reached the service, or its answer was lost.
 TRANSIENT_ERRORS: Final = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
+# The service's rule for conversation ids (conversations.api.serializers), and the longest it stores.
+CONVERSATION_ID_RULE: Final = "letters, digits and . _ @ = + - (not starting with a symbol), at most 200 characters"
+CONVERSATION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@=+-]*")
+MAX_ID_LENGTH: Final = 200
+
+Role = Literal["system", "user", "assistant", "tool"]
+MessageFormat = Literal["openai", "langchain"]
+SearchMode = Literal["hybrid", "semantic", "keyword"]
+SearchScope = Literal["auto", "conversation", "user"]
+
+
+# --- errors ---------------------------------------------------------------------------------------
+
 
 class MemoryServiceError(Exception):
-    """An error answered by the memory service, or its absence (``status=None``)."""
+    """An error answered by the memory service, or its absence (``status=None``).
 
-    def __init__(self, status: int | None, code: str, message: str, details: Any = None) -> None:
+    ``code`` is the service's stable error code (``validation_error``, ``limit_exceeded``,
+    ``not_found``, ``conflict``, ``throttled``, ``write_indeterminate``...) or ``http_<status>`` when
+    the answer was not the service's JSON error; ``details`` its details (the per-field errors, a
+    limit's ``field``, ``size`` and ``limit``); ``retry_after`` the seconds its ``Retry-After`` asked."""
+
+    def __init__(
+        self, status: int | None, code: str, message: str, details: Any = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(f"{code} ({status}): {message}" if status else f"{code}: {message}")
         self.status = status
         self.code = code
         self.message = message
         self.details = details if details is not None else {}
+        self.retry_after = retry_after
 
-    def __reduce__(self) -> tuple[type[MemoryServiceError], tuple[int | None, str, str, Any]]:
-        return type(self), (self.status, self.code, self.message, self.details)
+    def __reduce__(self) -> tuple[type[MemoryServiceError], tuple[int | None, str, str, Any, float | None]]:
+        return type(self), (self.status, self.code, self.message, self.details, self.retry_after)
 
     @classmethod
     def from_response(cls, response: httpx.Response) -> MemoryServiceError:
-        """The error a response answers: the service's JSON error, or the bare HTTP status."""
+        """The error a response answers: the service's JSON error, or the bare HTTP status, as the
+        subclass of its status."""
         code, message, details = f"http_{response.status_code}", response.reason_phrase, {}
         try:
             body = response.json()
@@ -78,17 +118,223 @@ class MemoryServiceError(Exception):
             code, message, details = error["code"], str(error.get("message", "")), error.get("details") or {}
         elif response.text:
             message = f"{message}: {response.text[:200]}"
-        kind = NotFound if response.status_code == 404 else MemoryServiceError
-        return kind(response.status_code, code, message, details)
+        kind = ERROR_BY_STATUS.get(response.status_code, MemoryServiceError)
+        return kind(response.status_code, code, message, details, _retry_after_seconds(response))
+
+
+class BadRequest(MemoryServiceError):
+    """400: the request broke a rule (``validation_error``) or a limit (``limit_exceeded``); the
+    message names the field, ``details`` the rule."""
+
+
+class Unauthorized(MemoryServiceError):
+    """401: no API key, or one the service does not know (``authentication_failed``)."""
+
+
+class Forbidden(MemoryServiceError):
+    """403: the key may not do this (``permission_denied``)."""
 
 
 class NotFound(MemoryServiceError):
-    """404: the conversation, message or checkpoint does not exist (or belongs to another tenant)."""
+    """404: the conversation, message, fact or checkpoint does not exist (or belongs to another tenant)."""
+
+
+class Conflict(MemoryServiceError):
+    """409: a message id holding other content, a conversation that exists, a chat turn running."""
+
+
+class PayloadTooLarge(MemoryServiceError):
+    """413: the body is over the service's size limit (``details``: ``limit``)."""
+
+
+class RateLimited(MemoryServiceError):
+    """429: the tenant's rate or concurrency limit; try again after ``retry_after`` seconds."""
+
+
+class ServiceUnavailable(MemoryServiceError):
+    """503 after the retries (or at once for ``PERMANENT_UNAVAILABLE``): ``code`` says which backend
+    or model, and whether the write may be stored (``write_indeterminate``)."""
+
+
+class Unreachable(MemoryServiceError):
+    """No answer at all after the retries: refused or dropped connections, timeouts."""
+
+
+ERROR_BY_STATUS: Final[Mapping[int, type[MemoryServiceError]]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    429: RateLimited,
+    503: ServiceUnavailable,
+}
+
+
+# --- what the service answers ----------------------------------------------------------------------
+# Datetimes are ISO 8601 strings. Shapes are the API's (its OpenAPI schema at /api/schema/).
+
+
+class MessageIn(TypedDict, total=False):
+    """A message to append: ``role`` and ``content`` required; ``id`` (UUID) is set by the client when absent."""
+
+    id: str
+    role: Role
+    content: str | None
+    metadata: dict[str, Any]
+    created_at: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    name: str
+
+
+class StoredMessage(TypedDict):
+    """A message as the service keeps it; ``seq`` orders the conversation."""
+
+    id: str
+    conversation_id: str
+    seq: int
+    role: Role
+    content: str
+    metadata: dict[str, Any]
+    created_at: str
+    token_count: int
+
+
+class Conversation(TypedDict):
+    conversation_id: str
+    user_id: str
+    agent_id: str
+    archived: bool
+    metadata: dict[str, Any]
+    message_count: int
+    token_count: int
+    last_seq: int
+    created_at: str
+    updated_at: str
+
+
+class ConversationPage(TypedDict):
+    """One page of conversations, newest activity first: ``count`` of all, links to the neighbours."""
+
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[Conversation]
+
+
+class ConversationErased(TypedDict):
+    conversation_id: str
+    messages_erased: int
+    cache_keys_erased: int
+
+
+class UserErased(TypedDict):
+    user_id: str
+    conversations_erased: int
+    messages_erased: int
+    embeddings_erased: int
+    summaries_erased: int
+    checkpoints_erased: int
+    facts_erased: int
+    dead_letters_erased: int
+    cache_keys_erased: int
+
+
+class MemoryDocument(TypedDict):
+    """The conversation's memory document: the agent's own ``messages`` and ``metadata`` (to which
+    the service adds ``tenant_id``, ``conversation_id``, ``updated_at`` and the owner ids)."""
+
+    messages: list[Any]
+    metadata: dict[str, Any]
+
+
+class SearchHit(TypedDict):
+    message_id: str
+    conversation_id: str
+    seq: int
+    role: str
+    content: str
+    created_at: str
+    metadata: dict[str, Any]
+    similarity: float | None
+    keyword_score: float | None
+    score: float
+
+
+class SearchResult(TypedDict):
+    """Hits best first, with what the search covered."""
+
+    query: str
+    mode: str
+    scope: str
+    conversations: int
+    candidates: int
+    embedding_model: str
+    query_embedding_dim: int | None
+    results: list[SearchHit]
+
+
+class Summary(TypedDict):
+    text: str
+    model: str
+    message_count: int
+    pair_count: int
+    first_seq: int
+    last_seq: int
+    token_count: int
+    created_at: str
+
+
+class Fact(TypedDict):
+    key: str
+    value: str
+    token_count: int
+    created_at: str
+    updated_at: str
+
+
+class FactList(TypedDict):
+    """The user's facts, most recently updated first, and their tokens in all."""
+
+    user_id: str
+    facts: list[Fact]
+    total_tokens: int
+
+
+class FactsWritten(TypedDict):
+    """The facts sent, in order, as now stored; ``created`` the keys the answering attempt created."""
+
+    user_id: str
+    facts: list[Fact]
+    created: list[str]
+
+
+class FactChange(TypedDict):
+    key: str
+    action: Literal["set", "delete"]
+    value: str
+    previous_value: str | None
+    changed_at: str
+
+
+class FactHistoryPage(TypedDict):
+    """One page of changes, newest first."""
+
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[FactChange]
+
+
+# --- one request ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class _Call:
-    """One request: what to send, and whether the service's "not found" means an empty answer."""
+    """One request: what to send, whether the service's "not found" means an empty answer, and
+    whether a ``conflict`` answering a resend may be the first attempt's own write."""
 
     method: str
     path: str
@@ -96,20 +342,59 @@ class _Call:
     body: Any = None
     missing_ok: bool = False
     timeout: float | None = None  # the client's own when None
+    conflict_may_be_ours: bool = False
 
 
 _MISSING: Final = object()
+_OURS_PERHAPS: Final = object()
+
+
+def check_conversation_id(conversation_id: str) -> str:
+    """The id, if the service could store it; else ``ValueError`` naming the rule."""
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise ValueError(f"A conversation id is required: {CONVERSATION_ID_RULE}.")
+    if len(conversation_id) > MAX_ID_LENGTH or not CONVERSATION_ID.fullmatch(conversation_id):
+        raise ValueError(f"Invalid conversation id {conversation_id[:60]!r}: a conversation id is {CONVERSATION_ID_RULE}.")
+    return conversation_id
+
+
+def _segment(value: str, *, what: str) -> str:
+    """``value`` percent-encoded as one URL path segment; ``ValueError`` when no segment can carry it."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"A {what} is required (not blank).")
+    if "/" in value or value in (".", ".."):
+        raise ValueError(f'Invalid {what} {value[:60]!r}: it must not contain "/" nor be "." or "..".')
+    return quote(value, safe="")
 
 
 def _conversation_path(conversation_id: str, *rest: str) -> str:
-    if not conversation_id:
-        raise ValueError("A conversation id is required.")
-    parts = [quote(str(conversation_id), safe=""), *(quote(str(part), safe="") for part in rest)]
+    parts = [check_conversation_id(conversation_id), *(quote(str(part), safe="") for part in rest)]
     return f"{API_PREFIX}/conversations/{'/'.join(parts)}/"
 
 
+def _user_path(user_id: str, *rest: str) -> str:
+    parts = [_segment(user_id, what="user id"), *rest]
+    return f"{API_PREFIX}/users/{'/'.join(parts)}/"
+
+
+def _fact_path(user_id: str, key: str, *rest: str) -> str:
+    if key.strip() == "history":
+        raise ValueError('The fact key "history" is reserved by the service (it names a path of the API).')
+    return _user_path(user_id, "facts", _segment(key, what="fact key"), *rest)
+
+
 def _params(**values: Any) -> dict[str, Any]:
-    return {name: value for name, value in values.items() if value is not None}
+    """Query parameters: ``None`` left out, booleans as the service reads them, datetimes in ISO 8601."""
+    params: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        params[name] = value
+    return params
 
 
 def _chunks(items: Sequence[Mapping[str, Any]]) -> Iterator[list[Mapping[str, Any]]]:
@@ -123,6 +408,17 @@ def _identified(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{**message, "id": str(message.get("id") or uuid.uuid4())} for message in messages]
 
 
+def _one_message(
+    role: str, content: str | None, metadata: Mapping[str, Any] | None, message_id: str | None, created_at: datetime | str | None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": role, "content": content, "metadata": dict(metadata or {})}
+    if message_id is not None:
+        message["id"] = str(message_id)
+    if created_at is not None:
+        message["created_at"] = created_at.isoformat() if isinstance(created_at, datetime) else created_at
+    return message
+
+
 def _error_code(response: httpx.Response) -> str | None:
     try:
         return response.json()["error"]["code"]
@@ -130,7 +426,8 @@ def _error_code(response: httpx.Response) -> str | None:
         return None
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after_seconds(response: httpx.Response) -> float | None:
+    """The wait ``Retry-After`` asks for, in seconds (either of its forms); ``None`` without one."""
     value = response.headers.get("Retry-After")
     if not value:
         return None
@@ -141,13 +438,28 @@ def _retry_after(response: httpx.Response) -> float | None:
             seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
         except (TypeError, ValueError):
             return None
-    return min(max(seconds, 0.0), RETRY_AFTER_CAP)
+    return max(seconds, 0.0)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    seconds = _retry_after_seconds(response)
+    return None if seconds is None else min(seconds, RETRY_AFTER_CAP)
 
 
 class MemoryClient:
     """A client of one memory service deployment, authenticated as one tenant by its API key."""
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float = 10.0, retries: int = 3) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        transport: httpx.BaseTransport | None = None,
+        async_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        """``transport`` and ``async_transport`` replace httpx's own (a proxy, ``httpx.MockTransport``)."""
         if not base_url:
             raise ValueError("base_url is required, e.g. http://127.0.0.1:8000")
         if not api_key:
@@ -156,7 +468,8 @@ class MemoryClient:
         self.timeout = timeout
         self.retries = max(0, retries)
         self._headers = {"Authorization": f"Api-Key {api_key}", "Accept": "application/json"}
-        self._client = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=timeout)
+        self._client = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=timeout, transport=transport)
+        self._async_transport = async_transport
         self._async_client: httpx.AsyncClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
 
@@ -216,14 +529,76 @@ class MemoryClient:
     async def awindow(self, conversation_id: str, *, limit: int | None = None, format: str = "langchain") -> list[dict[str, Any]]:
         return self._messages_of(await self._asend(self._window_call(conversation_id, limit, format)))
 
-    def messages(self, conversation_id: str, **filters: Any) -> list[dict[str, Any]]:
+    def messages(
+        self,
+        conversation_id: str,
+        *,
+        limit: int | None = None,
+        skip: int | None = None,
+        role: Role | None = None,
+        start_date: datetime | str | None = None,
+        end_date: datetime | str | None = None,
+        include_archived: bool | None = None,
+    ) -> list[StoredMessage]:
         """The stored messages as the service keeps them (``id``, ``seq``, ``role``, ``content``,
-        ``metadata``...), filtered by ``limit``, ``skip``, ``role``, ``start_date``, ``end_date``,
-        ``include_archived``; ``[]`` when the conversation is unknown."""
-        return self._messages_of(self._send(self._messages_call(conversation_id, filters)))
+        ``metadata``...), oldest first: the newest ``limit`` (the tenant's ``MEMORY_HISTORY_LIMIT``
+        when ``None``) after skipping the newest ``skip``, of one ``role``, created between
+        ``start_date`` and ``end_date``, archived ones too when ``include_archived``; ``[]`` when the
+        conversation is unknown."""
+        call = self._messages_call(conversation_id, limit, skip, role, start_date, end_date, include_archived)
+        return self._messages_of(self._send(call))
 
-    async def amessages(self, conversation_id: str, **filters: Any) -> list[dict[str, Any]]:
-        return self._messages_of(await self._asend(self._messages_call(conversation_id, filters)))
+    async def amessages(
+        self,
+        conversation_id: str,
+        *,
+        limit: int | None = None,
+        skip: int | None = None,
+        role: Role | None = None,
+        start_date: datetime | str | None = None,
+        end_date: datetime | str | None = None,
+        include_archived: bool | None = None,
+    ) -> list[StoredMessage]:
+        call = self._messages_call(conversation_id, limit, skip, role, start_date, end_date, include_archived)
+        return self._messages_of(await self._asend(call))
+
+    def append_message(
+        self,
+        conversation_id: str,
+        role: Role,
+        content: str | None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        message_id: str | None = None,
+        created_at: datetime | str | None = None,
+        user_id: str = "",
+        agent_id: str = "",
+    ) -> StoredMessage:
+        """Append one message (see :meth:`append`); returns it as stored, with its ``id`` and ``seq``."""
+        message = _one_message(role, content, metadata, message_id, created_at)
+        return self.append(conversation_id, [message], user_id=user_id, agent_id=agent_id)[0]
+
+    async def aappend_message(
+        self,
+        conversation_id: str,
+        role: Role,
+        content: str | None,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        message_id: str | None = None,
+        created_at: datetime | str | None = None,
+        user_id: str = "",
+        agent_id: str = "",
+    ) -> StoredMessage:
+        message = _one_message(role, content, metadata, message_id, created_at)
+        return (await self.aappend(conversation_id, [message], user_id=user_id, agent_id=agent_id))[0]
+
+    def get_message(self, conversation_id: str, message_id: str) -> StoredMessage | None:
+        """One stored message by its id; ``None`` when the conversation or the message does not exist."""
+        return self._found(self._send(self._get_message_call(conversation_id, message_id)))
+
+    async def aget_message(self, conversation_id: str, message_id: str) -> StoredMessage | None:
+        return self._found(await self._asend(self._get_message_call(conversation_id, message_id)))
 
     def clear(self, conversation_id: str) -> None:
         """Remove the conversation's messages (its memory and checkpoints stay); no-op when unknown."""
@@ -232,12 +607,72 @@ class MemoryClient:
     async def aclear(self, conversation_id: str) -> None:
         await self._asend(_Call("DELETE", _conversation_path(conversation_id, "messages"), missing_ok=True))
 
-    def context(self, conversation_id: str, **params: Any) -> dict[str, Any]:
-        """The context to send the model before its next call, built by the service from ``params``."""
-        return self._send(_Call("POST", _conversation_path(conversation_id, "context"), body=params))
+    def context(
+        self,
+        conversation_id: str,
+        *,
+        query: str | None = None,
+        system_prompt: str | None = None,
+        max_tokens: int | None = None,
+        short_term_turns: int | None = None,
+        long_term_turns: int | None = None,
+        compression_threshold: float | None = None,
+        format: MessageFormat | None = None,
+        checkpoint_namespace: str | None = None,
+        use_memory: bool | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any]:
+        """The messages to send the model before its next call, within ``max_tokens``: the system
+        prompt (with the summary of older turns), recent turns in full, then ``query``; with the
+        figures behind them (``estimated_tokens``, ``tokens_remaining``, ``compressed``, ``entities``...),
+        the latest checkpoint of ``checkpoint_namespace`` when given, and with ``use_memory`` the
+        summaries, the user's facts and the relevant older messages (``memory``, ``rendered_prompt``).
+        Each ``None`` is the tenant's setting; ``format`` is ``"openai"`` unless given. An unknown
+        conversation answers the query alone."""
+        call = self._context_call(
+            conversation_id,
+            query=query,
+            system_prompt=system_prompt,
+            max_tokens=max_tokens,
+            short_term_turns=short_term_turns,
+            long_term_turns=long_term_turns,
+            compression_threshold=compression_threshold,
+            format=format,
+            checkpoint_namespace=checkpoint_namespace,
+            use_memory=use_memory,
+            top_k=top_k,
+        )
+        return self._send(call)
 
-    async def acontext(self, conversation_id: str, **params: Any) -> dict[str, Any]:
-        return await self._asend(_Call("POST", _conversation_path(conversation_id, "context"), body=params))
+    async def acontext(
+        self,
+        conversation_id: str,
+        *,
+        query: str | None = None,
+        system_prompt: str | None = None,
+        max_tokens: int | None = None,
+        short_term_turns: int | None = None,
+        long_term_turns: int | None = None,
+        compression_threshold: float | None = None,
+        format: MessageFormat | None = None,
+        checkpoint_namespace: str | None = None,
+        use_memory: bool | None = None,
+        top_k: int | None = None,
+    ) -> dict[str, Any]:
+        call = self._context_call(
+            conversation_id,
+            query=query,
+            system_prompt=system_prompt,
+            max_tokens=max_tokens,
+            short_term_turns=short_term_turns,
+            long_term_turns=long_term_turns,
+            compression_threshold=compression_threshold,
+            format=format,
+            checkpoint_namespace=checkpoint_namespace,
+            use_memory=use_memory,
+            top_k=top_k,
+        )
+        return await self._asend(call)
 
     def chat(self, conversation_id: str, content: str, **options: Any) -> dict[str, Any]:
         """One turn of the service's agent loop: it stores ``content``, builds the context, asks the
@@ -275,6 +710,302 @@ class MemoryClient:
 
     async def astatus(self) -> dict[str, Any]:
         return await self._asend(_Call("GET", f"{API_PREFIX}/status/"))
+
+    def api_root(self) -> dict[str, Any]:
+        """What the API offers: its ``version``, how to authenticate, and the addresses of the
+        conversations, status, docs and schema (the one endpoint that needs no key)."""
+        return self._send(_Call("GET", f"{API_PREFIX}/"))
+
+    async def aapi_root(self) -> dict[str, Any]:
+        return await self._asend(_Call("GET", f"{API_PREFIX}/"))
+
+    # --- conversations --------------------------------------------------------------------------
+
+    def list_conversations(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        archived: bool | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> ConversationPage:
+        """One page of the tenant's conversations, of one user or agent, archived or not (both when
+        ``None``): ``limit`` of them (50 by default) after ``offset``, with the ``count`` of all."""
+        return self._send(self._list_conversations_call(user_id, agent_id, archived, limit, offset))
+
+    async def alist_conversations(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        archived: bool | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> ConversationPage:
+        return await self._asend(self._list_conversations_call(user_id, agent_id, archived, limit, offset))
+
+    def create_conversation(
+        self, conversation_id: str, *, user_id: str = "", agent_id: str = "", metadata: Mapping[str, Any] | None = None
+    ) -> Conversation:
+        """Create an empty conversation (appending creates one too). :class:`Conflict` when it exists,
+        unless the conflict answers a resend and the conversation holds what was sent."""
+        call = self._create_conversation_call(conversation_id, user_id, agent_id, metadata)
+        answer = self._send(call)
+        if answer is _OURS_PERHAPS:
+            return self._created_by_resend(call, self.get_conversation(conversation_id))
+        return answer
+
+    async def acreate_conversation(
+        self, conversation_id: str, *, user_id: str = "", agent_id: str = "", metadata: Mapping[str, Any] | None = None
+    ) -> Conversation:
+        call = self._create_conversation_call(conversation_id, user_id, agent_id, metadata)
+        answer = await self._asend(call)
+        if answer is _OURS_PERHAPS:
+            return self._created_by_resend(call, await self.aget_conversation(conversation_id))
+        return answer
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        """The conversation's owners, metadata and figures (``message_count``, ``token_count``,
+        ``last_seq``); ``None`` when it does not exist."""
+        return self._found(self._send(self._get_conversation_call(conversation_id)))
+
+    async def aget_conversation(self, conversation_id: str) -> Conversation | None:
+        return self._found(await self._asend(self._get_conversation_call(conversation_id)))
+
+    def update_conversation(
+        self,
+        conversation_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        archived: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Conversation:
+        """Change the given fields (``metadata`` is replaced whole); returns the conversation.
+        :class:`NotFound` when it does not exist."""
+        return self._send(self._update_conversation_call(conversation_id, user_id, agent_id, archived, metadata))
+
+    async def aupdate_conversation(
+        self,
+        conversation_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        archived: bool | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Conversation:
+        return await self._asend(self._update_conversation_call(conversation_id, user_id, agent_id, archived, metadata))
+
+    def erase_conversation(self, conversation_id: str) -> ConversationErased:
+        """Erase the conversation everywhere: messages, memory document, vectors, summaries,
+        checkpoints, cache keys and writes still queued. Answers what was erased; nothing (zeros) when
+        it does not exist, as a resend after a lost answer also reads."""
+        return self._erased(conversation_id, self._send(self._erase_conversation_call(conversation_id)))
+
+    async def aerase_conversation(self, conversation_id: str) -> ConversationErased:
+        return self._erased(conversation_id, await self._asend(self._erase_conversation_call(conversation_id)))
+
+    # --- the memory document --------------------------------------------------------------------
+
+    def get_memory(self, conversation_id: str) -> MemoryDocument | None:
+        """The conversation's memory document; ``None`` when the conversation does not exist."""
+        return self._found(self._send(self._get_memory_call(conversation_id)))
+
+    async def aget_memory(self, conversation_id: str) -> MemoryDocument | None:
+        return self._found(await self._asend(self._get_memory_call(conversation_id)))
+
+    def put_memory(
+        self, conversation_id: str, *, messages: Sequence[Any] = (), metadata: Mapping[str, Any] | None = None
+    ) -> MemoryDocument:
+        """Replace the memory document (the conversation is created if needed); a later put wins.
+        Returns the document as saved, with the service's metadata added."""
+        return self._send(self._put_memory_call(conversation_id, messages, metadata))
+
+    async def aput_memory(
+        self, conversation_id: str, *, messages: Sequence[Any] = (), metadata: Mapping[str, Any] | None = None
+    ) -> MemoryDocument:
+        return await self._asend(self._put_memory_call(conversation_id, messages, metadata))
+
+    # --- search ---------------------------------------------------------------------------------
+
+    def search(
+        self,
+        conversation_id: str,
+        query: str,
+        *,
+        mode: SearchMode | None = None,
+        scope: SearchScope | None = None,
+        top_k: int | None = None,
+        min_similarity: float | None = None,
+        vector_fetch_limit: int | None = None,
+        cross_session_trigger: int | None = None,
+        candidate_limit: int | None = None,
+    ) -> SearchResult:
+        """The messages of the conversation most relevant to ``query``, best first (hybrid semantic
+        and keyword search unless ``mode`` says otherwise); with ``scope`` ``"auto"`` also the same
+        user's other conversations while this one is short. Each ``None`` is the tenant's setting."""
+        options = _params(
+            mode=mode,
+            scope=scope,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            vector_fetch_limit=vector_fetch_limit,
+            cross_session_trigger=cross_session_trigger,
+            candidate_limit=candidate_limit,
+        )
+        return self._send(_Call("GET", _conversation_path(conversation_id, "search"), params={"q": query, **options}))
+
+    async def asearch(
+        self,
+        conversation_id: str,
+        query: str,
+        *,
+        mode: SearchMode | None = None,
+        scope: SearchScope | None = None,
+        top_k: int | None = None,
+        min_similarity: float | None = None,
+        vector_fetch_limit: int | None = None,
+        cross_session_trigger: int | None = None,
+        candidate_limit: int | None = None,
+    ) -> SearchResult:
+        options = _params(
+            mode=mode,
+            scope=scope,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            vector_fetch_limit=vector_fetch_limit,
+            cross_session_trigger=cross_session_trigger,
+            candidate_limit=candidate_limit,
+        )
+        return await self._asend(_Call("GET", _conversation_path(conversation_id, "search"), params={"q": query, **options}))
+
+    def search_user(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        mode: SearchMode | None = None,
+        top_k: int | None = None,
+        min_similarity: float | None = None,
+        vector_fetch_limit: int | None = None,
+        candidate_limit: int | None = None,
+    ) -> SearchResult:
+        """The messages of every conversation of the user (the ``user_id`` given when they were
+        appended) most relevant to ``query``, best first."""
+        options = _params(
+            mode=mode,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            vector_fetch_limit=vector_fetch_limit,
+            candidate_limit=candidate_limit,
+        )
+        return self._send(_Call("GET", _user_path(user_id, "search"), params={"q": query, **options}))
+
+    async def asearch_user(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        mode: SearchMode | None = None,
+        top_k: int | None = None,
+        min_similarity: float | None = None,
+        vector_fetch_limit: int | None = None,
+        candidate_limit: int | None = None,
+    ) -> SearchResult:
+        options = _params(
+            mode=mode,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            vector_fetch_limit=vector_fetch_limit,
+            candidate_limit=candidate_limit,
+        )
+        return await self._asend(_Call("GET", _user_path(user_id, "search"), params={"q": query, **options}))
+
+    # --- summaries ------------------------------------------------------------------------------
+
+    def summaries(self, conversation_id: str, *, limit: int | None = None) -> list[Summary]:
+        """The conversation's summaries, newest first (20 unless ``limit``); ``[]`` when unknown."""
+        return self._summaries_of(self._send(self._summaries_call(conversation_id, limit)))
+
+    async def asummaries(self, conversation_id: str, *, limit: int | None = None) -> list[Summary]:
+        return self._summaries_of(await self._asend(self._summaries_call(conversation_id, limit)))
+
+    def summarize(self, conversation_id: str) -> Summary:
+        """Summarise the conversation's latest persisted messages now and return the summary (the
+        one already filed for its current pair count, if any). :class:`Conflict` when no message is
+        persisted yet, :class:`NotFound` when the conversation does not exist."""
+        return self._send(
+            _Call("POST", _conversation_path(conversation_id, "summaries"), timeout=max(self.timeout, CHAT_TIMEOUT))
+        )
+
+    async def asummarize(self, conversation_id: str) -> Summary:
+        call = _Call("POST", _conversation_path(conversation_id, "summaries"), timeout=max(self.timeout, CHAT_TIMEOUT))
+        return await self._asend(call)
+
+    # --- facts and users ------------------------------------------------------------------------
+
+    def list_facts(self, user_id: str, *, limit: int | None = None) -> FactList:
+        """The user's facts, most recently updated first (all unless ``limit``), with their tokens;
+        a user without facts has none."""
+        return self._send(_Call("GET", _user_path(user_id, "facts"), params=_params(limit=limit)))
+
+    async def alist_facts(self, user_id: str, *, limit: int | None = None) -> FactList:
+        return await self._asend(_Call("GET", _user_path(user_id, "facts"), params=_params(limit=limit)))
+
+    def get_fact(self, user_id: str, key: str) -> Fact | None:
+        """One fact of the user; ``None`` when there is none with this key."""
+        return self._found(self._send(_Call("GET", _fact_path(user_id, key), missing_ok=True)))
+
+    async def aget_fact(self, user_id: str, key: str) -> Fact | None:
+        return self._found(await self._asend(_Call("GET", _fact_path(user_id, key), missing_ok=True)))
+
+    def set_fact(self, user_id: str, key: str, value: str) -> Fact:
+        """Set one fact (a changed value goes to its history; the same value changes nothing)."""
+        return self._send(_Call("PUT", _fact_path(user_id, key), body={"value": value}))
+
+    async def aset_fact(self, user_id: str, key: str, value: str) -> Fact:
+        return await self._asend(_Call("PUT", _fact_path(user_id, key), body={"value": value}))
+
+    def set_facts(self, user_id: str, facts: Mapping[str, str]) -> FactsWritten:
+        """Set several facts, all or none (at most the service's ``MEMORY_MAX_BATCH``, in one request)."""
+        return self._send(_Call("POST", _user_path(user_id, "facts"), body={"facts": dict(facts)}))
+
+    async def aset_facts(self, user_id: str, facts: Mapping[str, str]) -> FactsWritten:
+        return await self._asend(_Call("POST", _user_path(user_id, "facts"), body={"facts": dict(facts)}))
+
+    def delete_fact(self, user_id: str, key: str) -> None:
+        """Delete a fact (its history keeps the value); no-op when there is none."""
+        self._send(_Call("DELETE", _fact_path(user_id, key), missing_ok=True))
+
+    async def adelete_fact(self, user_id: str, key: str) -> None:
+        await self._asend(_Call("DELETE", _fact_path(user_id, key), missing_ok=True))
+
+    def fact_history(self, user_id: str, key: str, *, limit: int | None = None, offset: int | None = None) -> FactHistoryPage:
+        """One page of the changes of one key, newest first, also after the fact was deleted; an
+        empty page when the key never existed."""
+        return self._page_of(self._send(self._history_call(_fact_path(user_id, key, "history"), limit, offset)))
+
+    async def afact_history(
+        self, user_id: str, key: str, *, limit: int | None = None, offset: int | None = None
+    ) -> FactHistoryPage:
+        return self._page_of(await self._asend(self._history_call(_fact_path(user_id, key, "history"), limit, offset)))
+
+    def user_fact_history(self, user_id: str, *, limit: int | None = None, offset: int | None = None) -> FactHistoryPage:
+        """One page of every change of the user's facts (sets and deletes), newest first."""
+        return self._page_of(self._send(self._history_call(_user_path(user_id, "facts", "history"), limit, offset)))
+
+    async def auser_fact_history(self, user_id: str, *, limit: int | None = None, offset: int | None = None) -> FactHistoryPage:
+        return self._page_of(await self._asend(self._history_call(_user_path(user_id, "facts", "history"), limit, offset)))
+
+    def erase_user(self, user_id: str) -> UserErased:
+        """Erase the user everywhere: their conversations (as :meth:`erase_conversation`), facts and
+        fact history, dead letters and cache keys. Answers what was erased; repeating it erases what
+        arrived since."""
+        return self._send(_Call("DELETE", _user_path(user_id)))
+
+    async def aerase_user(self, user_id: str) -> UserErased:
+        return await self._asend(_Call("DELETE", _user_path(user_id)))
 
     # --- checkpoints ----------------------------------------------------------------------------
 
@@ -374,6 +1105,95 @@ class MemoryClient:
         return _Call("POST", _conversation_path(conversation_id, "chat"), body=body, timeout=max(self.timeout, CHAT_TIMEOUT))
 
     @staticmethod
+    def _context_call(conversation_id: str, **options: Any) -> _Call:
+        """The context request: the options given (``None`` is the tenant's setting), JSON-typed."""
+        body = {name: value for name, value in options.items() if value is not None}
+        return _Call("POST", _conversation_path(conversation_id, "context"), body=body)
+
+    @staticmethod
+    def _list_conversations_call(
+        user_id: str | None, agent_id: str | None, archived: bool | None, limit: int | None, offset: int | None
+    ) -> _Call:
+        params = _params(user_id=user_id, agent_id=agent_id, archived=archived, limit=limit, offset=offset)
+        return _Call("GET", f"{API_PREFIX}/conversations/", params=params)
+
+    @staticmethod
+    def _create_conversation_call(conversation_id: str, user_id: str, agent_id: str, metadata: Mapping[str, Any] | None) -> _Call:
+        body = {
+            "conversation_id": check_conversation_id(conversation_id),
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "metadata": dict(metadata or {}),
+        }
+        return _Call("POST", f"{API_PREFIX}/conversations/", body=body, conflict_may_be_ours=True)
+
+    @staticmethod
+    def _created_by_resend(call: _Call, conversation: Conversation | None) -> Conversation:
+        """The conversation a resent create met, if it holds what was sent: the first attempt's."""
+        sent = call.body
+        if conversation is not None and all(conversation[name] == sent[name] for name in ("user_id", "agent_id", "metadata")):
+            return conversation
+        raise Conflict(409, "conflict", f"Conversation {sent['conversation_id']} already exists.", {})
+
+    @staticmethod
+    def _get_conversation_call(conversation_id: str) -> _Call:
+        return _Call("GET", _conversation_path(conversation_id), missing_ok=True)
+
+    @staticmethod
+    def _update_conversation_call(
+        conversation_id: str,
+        user_id: str | None,
+        agent_id: str | None,
+        archived: bool | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> _Call:
+        changes = {"user_id": user_id, "agent_id": agent_id, "archived": archived, "metadata": metadata}
+        body = {name: dict(value) if name == "metadata" else value for name, value in changes.items() if value is not None}
+        if not body:
+            raise ValueError("Nothing to change: give user_id, agent_id, archived or metadata.")
+        return _Call("PATCH", _conversation_path(conversation_id), body=body)
+
+    @staticmethod
+    def _erase_conversation_call(conversation_id: str) -> _Call:
+        return _Call("DELETE", _conversation_path(conversation_id), missing_ok=True)
+
+    @staticmethod
+    def _erased(conversation_id: str, answer: Any) -> ConversationErased:
+        if answer is _MISSING:
+            return {"conversation_id": conversation_id, "messages_erased": 0, "cache_keys_erased": 0}
+        return answer
+
+    @staticmethod
+    def _get_memory_call(conversation_id: str) -> _Call:
+        return _Call("GET", _conversation_path(conversation_id, "memory"), missing_ok=True)
+
+    @staticmethod
+    def _put_memory_call(conversation_id: str, messages: Sequence[Any], metadata: Mapping[str, Any] | None) -> _Call:
+        body = {"messages": list(messages), "metadata": dict(metadata or {})}
+        return _Call("PUT", _conversation_path(conversation_id, "memory"), body=body)
+
+    @staticmethod
+    def _get_message_call(conversation_id: str, message_id: str) -> _Call:
+        path = _conversation_path(conversation_id, "messages", _segment(str(message_id), what="message id"))
+        return _Call("GET", path, missing_ok=True)
+
+    @staticmethod
+    def _summaries_call(conversation_id: str, limit: int | None) -> _Call:
+        return _Call("GET", _conversation_path(conversation_id, "summaries"), params=_params(limit=limit), missing_ok=True)
+
+    @staticmethod
+    def _history_call(path: str, limit: int | None, offset: int | None) -> _Call:
+        return _Call("GET", path, params=_params(limit=limit, offset=offset), missing_ok=True)
+
+    @staticmethod
+    def _summaries_of(answer: Any) -> list[Summary]:
+        return [] if answer is _MISSING else list(answer["summaries"])
+
+    @staticmethod
+    def _page_of(answer: Any) -> Any:
+        return {"count": 0, "next": None, "previous": None, "results": []} if answer is _MISSING else answer
+
+    @staticmethod
     def _append_call(conversation_id: str, batch: list[Mapping[str, Any]], user_id: str, agent_id: str) -> _Call:
         body = {"messages": batch, "user_id": user_id, "agent_id": agent_id}
         return _Call("POST", _conversation_path(conversation_id, "messages"), body=body)
@@ -384,9 +1204,19 @@ class MemoryClient:
         return _Call("GET", _conversation_path(conversation_id, "window"), params=params, missing_ok=True)
 
     @staticmethod
-    def _messages_call(conversation_id: str, filters: Mapping[str, Any]) -> _Call:
-        params = {name: ("true" if value is True else "false" if value is False else value) for name, value in filters.items()}
-        return _Call("GET", _conversation_path(conversation_id, "messages"), params=_params(**params), missing_ok=True)
+    def _messages_call(
+        conversation_id: str,
+        limit: int | None,
+        skip: int | None,
+        role: str | None,
+        start_date: datetime | str | None,
+        end_date: datetime | str | None,
+        include_archived: bool | None,
+    ) -> _Call:
+        params = _params(
+            limit=limit, skip=skip, role=role, start_date=start_date, end_date=end_date, include_archived=include_archived
+        )
+        return _Call("GET", _conversation_path(conversation_id, "messages"), params=params, missing_ok=True)
 
     @staticmethod
     def _put_checkpoint_call(
@@ -443,6 +1273,14 @@ class MemoryClient:
 
     # --- sending, with retries ------------------------------------------------------------------
 
+    @classmethod
+    def _finish(cls, call: _Call, response: httpx.Response, *, resent: bool) -> Any:
+        """The answer to the call; a ``conflict`` answering a resend that may have met the first
+        attempt's own write is left to the caller to settle (``_OURS_PERHAPS``)."""
+        if resent and call.conflict_may_be_ours and response.status_code == 409 and _error_code(response) == "conflict":
+            return _OURS_PERHAPS
+        return cls._answer(call, response)
+
     def _send(self, call: _Call) -> Any:
         attempt = 0
         while True:
@@ -455,7 +1293,7 @@ class MemoryClient:
             else:
                 delay = self._retry_delay(attempt, response=response)
                 if delay is None:
-                    return self._answer(call, response)
+                    return self._finish(call, response, resent=attempt > 0)
             time.sleep(delay)
             attempt += 1
 
@@ -472,7 +1310,7 @@ class MemoryClient:
             else:
                 delay = self._retry_delay(attempt, response=response)
                 if delay is None:
-                    return self._answer(call, response)
+                    return self._finish(call, response, resent=attempt > 0)
             await asyncio.sleep(delay)
             attempt += 1
 
@@ -480,7 +1318,9 @@ class MemoryClient:
         """The async client of the running event loop (connections cannot cross loops)."""
         loop = asyncio.get_running_loop()
         if self._async_client is None or self._async_loop is not loop or self._async_client.is_closed:
-            self._async_client = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self.timeout)
+            self._async_client = httpx.AsyncClient(
+                base_url=self.base_url, headers=self._headers, timeout=self.timeout, transport=self._async_transport
+            )
             self._async_loop = loop
         return self._async_client
 
@@ -495,7 +1335,7 @@ class MemoryClient:
         if attempt >= self.retries:
             if response is not None:
                 raise MemoryServiceError.from_response(response)
-            raise MemoryServiceError(
+            raise Unreachable(
                 None, "unreachable", f"{self.base_url} did not answer after {attempt + 1} attempts: {error!r}"
             ) from error
         backoff = min(BACKOFF_CAP, BACKOFF_BASE * 2**attempt) * (0.5 + random.random() / 2)  # noqa: S311

@@ -6,10 +6,10 @@ import threading
 import uuid
 
 import pytest
-
 from memory_client import MemoryClient, MemoryServiceError, NotFound
 from memory_client.http import MAX_BATCH
 from memory_client.langgraph import ServiceCheckpointSaver
+
 from tests.client.conftest import LiveService
 from tests.faults import free_port
 
@@ -45,10 +45,15 @@ def test_a_wrong_base_url_is_an_error_not_an_empty_conversation(service: LiveSer
 
 def test_a_bad_request_names_the_rule_it_broke(memory: MemoryClient) -> None:
     with pytest.raises(MemoryServiceError) as raised:
-        memory.append("has spaces", [{"role": "user", "content": "hi"}])
+        memory.append("session-1", [{"role": "user", "content": "hi", "metadata": "not an object"}])
     assert raised.value.status == 400
     assert raised.value.code == "validation_error"
-    assert "conversation id" in raised.value.message
+    assert "metadata" in raised.value.message
+
+
+def test_a_conversation_id_the_service_would_refuse_is_refused_before_sending(memory: MemoryClient) -> None:
+    with pytest.raises(ValueError, match="conversation id"):
+        memory.append("has spaces", [{"role": "user", "content": "hi"}])
 
 
 def test_an_append_past_the_batch_limit_is_sent_in_order_in_several_batches(memory: MemoryClient) -> None:

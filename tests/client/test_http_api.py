@@ -1,0 +1,351 @@
+"""Every operation of the API through MemoryClient, against the live service: conversations, the memory
+document, messages, search, summaries, facts, users; the typed errors with the API's codes; and the
+conversation ids refused before any request."""
+
+import asyncio
+import copy
+import multiprocessing
+import uuid
+from concurrent.futures import ProcessPoolExecutor
+
+import httpx
+import memory_client
+import pytest
+from memory_client import (
+    BadRequest,
+    Conflict,
+    MemoryClient,
+    MemoryServiceError,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unauthorized,
+    Unreachable,
+)
+
+from tests.client.conftest import LiveService
+from tests.faults import free_port, wait_until
+
+
+def persisted(memory: MemoryClient, conversation_id: str, count: int) -> None:
+    """Until the worker has stored ``count`` messages of the conversation in PostgreSQL."""
+    wait_until(
+        lambda: (memory.get_conversation(conversation_id) or {}).get("message_count", 0) >= count,
+        message=f"{count} messages of {conversation_id} to be persisted",
+    )
+
+
+def test_a_conversation_is_created_listed_changed_and_erased(memory: MemoryClient) -> None:
+    created = memory.create_conversation("trip-1", user_id="ana", agent_id="travel", metadata={"city": "Madrid"})
+    memory.create_conversation("trip-2", user_id="ana")
+    memory.create_conversation("other", user_id="bob")
+    assert created["conversation_id"] == "trip-1"
+    assert created["metadata"] == {"city": "Madrid"}
+    assert memory.get_conversation("trip-1")["agent_id"] == "travel"
+
+    first = memory.list_conversations(user_id="ana", limit=1)
+    second = memory.list_conversations(user_id="ana", limit=1, offset=1)
+    assert first["count"] == 2
+    assert first["next"] is not None
+    assert {first["results"][0]["conversation_id"], second["results"][0]["conversation_id"]} == {"trip-1", "trip-2"}
+
+    changed = memory.update_conversation("trip-1", archived=True, metadata={"city": "Lisbon"})
+    assert changed["archived"] is True
+    assert changed["metadata"] == {"city": "Lisbon"}
+    assert [c["conversation_id"] for c in memory.list_conversations(archived=True)["results"]] == ["trip-1"]
+    assert memory.list_conversations(agent_id="travel")["count"] == 1
+
+    memory.append("trip-1", [{"role": "user", "content": "hello"}])
+    persisted(memory, "trip-1", 1)
+    erased = memory.erase_conversation("trip-1")
+    assert erased["conversation_id"] == "trip-1"
+    assert erased["messages_erased"] == 1
+    assert memory.get_conversation("trip-1") is None
+    assert memory.erase_conversation("trip-1") == {"conversation_id": "trip-1", "messages_erased": 0, "cache_keys_erased": 0}
+
+
+def test_creating_a_conversation_that_exists_is_a_conflict(memory: MemoryClient) -> None:
+    memory.create_conversation("taken")
+    with pytest.raises(Conflict) as raised:
+        memory.create_conversation("taken")
+    assert raised.value.status == 409
+    assert raised.value.code == "conflict"
+
+
+def test_changing_an_unknown_conversation_is_not_found(memory: MemoryClient) -> None:
+    with pytest.raises(NotFound) as raised:
+        memory.update_conversation("nobody-here", archived=True)
+    assert raised.value.code == "not_found"
+    with pytest.raises(ValueError, match="Nothing to change"):
+        memory.update_conversation("nobody-here")
+
+
+def test_the_memory_document_is_put_and_read_back(memory: MemoryClient) -> None:
+    assert memory.get_memory("notes") is None
+    saved = memory.put_memory("notes", messages=[{"role": "user", "content": "I like jazz"}], metadata={"mood": "calm"})
+    assert saved["messages"] == [{"role": "user", "content": "I like jazz"}]
+    assert saved["metadata"]["mood"] == "calm"
+    assert saved["metadata"]["conversation_id"] == "notes"
+    read = memory.get_memory("notes")
+    assert read["messages"] == saved["messages"]
+    assert read["metadata"]["mood"] == "calm"
+    memory.put_memory("notes", messages=[])
+    assert memory.get_memory("notes")["messages"] == []
+
+
+def test_one_message_is_appended_read_by_id_and_filtered(memory: MemoryClient) -> None:
+    question = memory.append_message("chat-1", "user", "Where is the Prado?", metadata={"lang": "en"}, user_id="ana")
+    answer = memory.append_message("chat-1", "assistant", "In Madrid.", message_id=str(uuid.uuid4()))
+    assert question["seq"] < answer["seq"]
+    assert memory.get_message("chat-1", question["id"])["content"] == "Where is the Prado?"
+    assert memory.get_message("chat-1", str(uuid.uuid4())) is None
+    assert memory.get_message("no-such-chat", question["id"]) is None
+    assert [m["content"] for m in memory.messages("chat-1", role="assistant")] == ["In Madrid."]
+    assert [m["content"] for m in memory.messages("chat-1", limit=1)] == ["In Madrid."]
+    assert [m["content"] for m in memory.messages("chat-1", skip=1)] == ["Where is the Prado?"]
+    assert [m["role"] for m in memory.window("chat-1", format="openai")] == ["user", "assistant"]
+
+
+def test_search_finds_messages_in_the_conversation_and_across_the_users(memory: MemoryClient) -> None:
+    memory.append("bars", [{"role": "user", "content": "Caroline adopted a puppy named Rex."}], user_id="caroline")
+    memory.append("trips", [{"role": "user", "content": "Caroline flew to Denver to see Tomasz."}], user_id="caroline")
+    persisted(memory, "bars", 1)
+    persisted(memory, "trips", 1)
+
+    found = memory.search("bars", "puppy Rex", mode="keyword", scope="conversation")
+    assert found["mode"] == "keyword"
+    assert found["results"][0]["content"] == "Caroline adopted a puppy named Rex."
+    across = memory.search_user("caroline", "Denver Tomasz", mode="keyword", top_k=5)
+    assert across["scope"] == "user"
+    assert across["results"][0]["conversation_id"] == "trips"
+    assert asyncio.run(memory.asearch_user("caroline", "Rex", mode="keyword"))["results"][0]["conversation_id"] == "bars"
+
+
+def test_a_summary_made_on_request_is_listed(memory: MemoryClient) -> None:
+    assert memory.summaries("never-spoken") == []
+    memory.append(
+        "long-talk",
+        [
+            {"role": "user", "content": "Book a table in Madrid for Friday."},
+            {"role": "assistant", "content": "Booked at Botin for 21:00."},
+        ],
+    )
+    persisted(memory, "long-talk", 2)
+    summary = memory.summarize("long-talk")
+    assert summary["message_count"] == 2
+    assert summary["text"]
+    again = memory.summarize("long-talk")
+    assert again["created_at"] == summary["created_at"]
+    assert [s["text"] for s in memory.summaries("long-talk")] == [summary["text"]]
+
+
+def test_facts_are_set_read_changed_deleted_and_kept_in_history(memory: MemoryClient) -> None:
+    key = "favourite city? 100%"  # spaces, "?" and "%" travel percent-encoded
+    assert memory.get_fact("ana", key) is None
+    assert memory.fact_history("ana", key)["results"] == []
+    first = memory.set_fact("ana", key, "Madrid")
+    assert first["value"] == "Madrid"
+    written = memory.set_facts("ana", {key: "Lisbon", "diet": "vegetarian"})
+    assert [fact["key"] for fact in written["facts"]] == [key, "diet"]
+    assert written["created"] == ["diet"]
+    assert memory.get_fact("ana", key)["value"] == "Lisbon"
+    listed = memory.list_facts("ana")
+    assert {fact["key"] for fact in listed["facts"]} == {key, "diet"}
+    assert listed["total_tokens"] > 0
+    assert memory.list_facts("nobody")["facts"] == []
+
+    memory.delete_fact("ana", "diet")
+    memory.delete_fact("ana", "diet")
+    assert memory.get_fact("ana", "diet") is None
+    history = memory.fact_history("ana", key)
+    assert [(change["value"], change["previous_value"]) for change in history["results"]] == [
+        ("Lisbon", "Madrid"),
+        ("Madrid", None),
+    ]
+    everything = memory.user_fact_history("ana", limit=2)
+    assert everything["count"] == 4
+    assert everything["results"][0]["action"] == "delete"
+    assert len(everything["results"]) == 2
+
+
+def test_a_user_is_erased_everywhere(memory: MemoryClient) -> None:
+    memory.append("ana-1", [{"role": "user", "content": "hi"}], user_id="ana")
+    memory.set_fact("ana", "city", "Madrid")
+    erased = memory.erase_user("ana")
+    assert erased["user_id"] == "ana"
+    assert erased["conversations_erased"] == 1
+    assert erased["facts_erased"] >= 1
+    assert memory.get_conversation("ana-1") is None
+    assert memory.list_facts("ana")["facts"] == []
+
+
+def test_the_api_root_and_status_answer(memory: MemoryClient) -> None:
+    root = memory.api_root()
+    assert root["version"] == "v1"
+    assert root["conversations"].endswith("/api/v1/conversations/")
+    status = memory.status()
+    assert status["scope"] == "tenant"
+    assert status["database"]["ok"] is True
+
+
+def test_the_async_methods_answer_as_the_sync_ones(memory: MemoryClient) -> None:
+    async def session() -> tuple:
+        await memory.acreate_conversation("async-1", user_id="ana")
+        await memory.aappend_message("async-1", "user", "hello")
+        await memory.aput_memory("async-1", messages=["x"])
+        await memory.aset_fact("ana", "mood", "good")
+        await memory.aset_facts("ana", {"tea": "green"})
+        page = await memory.alist_conversations(user_id="ana")
+        updated = await memory.aupdate_conversation("async-1", agent_id="helper")
+        fact = await memory.aget_fact("ana", "mood")
+        facts = await memory.alist_facts("ana")
+        history = await memory.afact_history("ana", "mood")
+        everything = await memory.auser_fact_history("ana")
+        await memory.adelete_fact("ana", "mood")
+        memory_document = await memory.aget_memory("async-1")
+        listed = await memory.amessages("async-1")
+        one = await memory.aget_message("async-1", listed[0]["id"])
+        summaries = await memory.asummaries("async-1")
+        root = await memory.aapi_root()
+        erased = await memory.aerase_conversation("async-1")
+        user = await memory.aerase_user("ana")
+        missing = await memory.aget_conversation("async-1")
+        await memory.aclose()
+        return page, updated, fact, facts, history, everything, memory_document, one, summaries, root, erased, user, missing
+
+    page, updated, fact, facts, history, everything, document, one, summaries, root, erased, user, missing = asyncio.run(
+        session()
+    )
+    assert page["results"][0]["conversation_id"] == "async-1"
+    assert updated["agent_id"] == "helper"
+    assert fact["value"] == "good"
+    assert len(facts["facts"]) == 2
+    assert history["count"] == 1
+    assert everything["count"] == 2
+    assert document["messages"] == ["x"]
+    assert one["content"] == "hello"
+    assert summaries == []
+    assert root["version"] == "v1"
+    assert erased["conversation_id"] == "async-1"
+    assert user["user_id"] == "ana"
+    assert missing is None
+
+
+# --- errors -----------------------------------------------------------------------------------------
+
+
+def test_each_error_is_the_subclass_of_its_status_with_the_apis_code(service: LiveService, memory: MemoryClient) -> None:
+    with pytest.raises(BadRequest) as bad:
+        memory.append("errors", [{"role": "robot", "content": "beep"}])
+    assert (bad.value.status, bad.value.code) == (400, "validation_error")
+    assert "role" in str(bad.value.details)
+
+    with pytest.raises(BadRequest) as limit:
+        memory.set_fact("ana", "k", "")
+    assert limit.value.status == 400
+
+    with service.client(api_key="nope.not-a-key") as stranger, pytest.raises(Unauthorized) as unauthorized:
+        stranger.list_conversations()
+    assert unauthorized.value.code == "authentication_failed"
+
+    with pytest.raises(PayloadTooLarge) as too_large:
+        memory.put_memory("errors", messages=["x" * (9 * 1024 * 1024)])
+    assert too_large.value.code == "payload_too_large"
+    assert too_large.value.details["limit"] > 0
+
+    for error in (bad.value, unauthorized.value, too_large.value):
+        assert isinstance(error, MemoryServiceError)
+
+
+def raise_rate_limited() -> None:
+    raise RateLimited(429, "throttled", "Slow down.", {"limit": 10}, 7.0)
+
+
+def test_an_error_survives_a_deep_copy_and_a_trip_to_another_process() -> None:
+    error = RateLimited(429, "throttled", "Slow down.", {"limit": 10}, 7.0)
+    copied = copy.deepcopy(error)
+    assert type(copied) is RateLimited
+    assert (copied.status, copied.code, copied.message, copied.details, copied.retry_after) == (
+        429, "throttled", "Slow down.", {"limit": 10}, 7.0,
+    )  # fmt: skip
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        with pytest.raises(RateLimited) as raised:
+            pool.submit(raise_rate_limited).result(timeout=60)
+    assert raised.value.retry_after == 7.0
+    assert raised.value.details == {"limit": 10}
+
+
+def test_an_unreachable_service_is_unreachable() -> None:
+    with MemoryClient(f"http://127.0.0.1:{free_port()}", "key.secret", retries=1, timeout=1) as client:
+        with pytest.raises(Unreachable) as raised:
+            client.list_conversations()
+    assert raised.value.status is None
+    assert raised.value.code == "unreachable"
+
+
+def test_the_old_names_still_work() -> None:
+    assert issubclass(NotFound, MemoryServiceError)
+    assert memory_client.MemoryServiceError is MemoryServiceError
+    assert memory_client.__version__ == "1.0.0"
+
+
+# --- ids refused before any request -------------------------------------------------------------------
+
+
+def refusing_client() -> tuple[MemoryClient, list[httpx.Request]]:
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    return MemoryClient("http://memory.invalid", "key.secret", transport=httpx.MockTransport(answer), retries=0), sent
+
+
+@pytest.mark.parametrize(
+    "conversation_id", ["a/b", "has spaces", "-starts-with-a-symbol", "x" * 201, "", "trailing\n", "café", "..", "a?b"]
+)
+def test_a_conversation_id_the_service_refuses_is_a_value_error_before_any_request(conversation_id: str) -> None:
+    client, sent = refusing_client()
+    calls = [
+        lambda: client.append(conversation_id, [{"role": "user", "content": "hi"}]),
+        lambda: client.window(conversation_id),
+        lambda: client.messages(conversation_id),
+        lambda: client.get_conversation(conversation_id),
+        lambda: client.create_conversation(conversation_id),
+        lambda: client.erase_conversation(conversation_id),
+        lambda: client.put_memory(conversation_id, messages=[]),
+        lambda: client.search(conversation_id, "q"),
+        lambda: client.chat(conversation_id, "hi"),
+        lambda: client.latest_checkpoint(conversation_id),
+        lambda: asyncio.run(client.aappend(conversation_id, [{"role": "user", "content": "hi"}])),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="letters, digits and . _ @ = \\+ -"):
+            call()
+    assert sent == []
+
+
+def test_the_longest_allowed_conversation_id_passes_the_check() -> None:
+    assert memory_client.check_conversation_id("A" + "b.c_d@e=f+g-" * 15) == "A" + "b.c_d@e=f+g-" * 15
+
+
+@pytest.mark.parametrize("user_id", ["a/b", "", " ", ".", ".."])
+def test_a_user_id_no_url_segment_can_carry_is_a_value_error(user_id: str) -> None:
+    client, sent = refusing_client()
+    for call in (
+        lambda: client.list_facts(user_id),
+        lambda: client.erase_user(user_id),
+        lambda: client.search_user(user_id, "q"),
+    ):
+        with pytest.raises(ValueError, match="user id"):
+            call()
+    assert sent == []
+
+
+@pytest.mark.parametrize("key", ["a/b", "history", " history ", "..", ""])
+def test_a_fact_key_no_url_segment_can_carry_is_a_value_error(key: str) -> None:
+    client, sent = refusing_client()
+    with pytest.raises(ValueError, match="fact key"):
+        client.set_fact("ana", key, "v")
+    assert sent == []
