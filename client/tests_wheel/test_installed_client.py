@@ -11,8 +11,9 @@ import sysconfig
 import time
 import uuid
 
-import memory_client
 import pytest
+
+import memory_client
 from memory_client import BadRequest, MemoryClient, MemoryServiceError, NotFound
 
 URL = os.environ["MEMORY_SERVICE_URL"]

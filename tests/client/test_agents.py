@@ -23,11 +23,11 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
 from memory_client import MemoryClient
 from memory_client.agents import ConversationIdMissing, ServiceMemoryMiddleware
 from memory_client.messages import to_service
-from pydantic import Field
-
 from tests.client.conftest import LiveService
 from tests.search.test_search import conversation_of_facts
 

@@ -6,10 +6,10 @@ import threading
 import uuid
 
 import pytest
+
 from memory_client import MemoryClient, MemoryServiceError, NotFound
 from memory_client.http import MAX_BATCH
 from memory_client.langgraph import ServiceCheckpointSaver
-
 from tests.client.conftest import LiveService
 from tests.faults import free_port
 

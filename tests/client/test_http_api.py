@@ -9,8 +9,9 @@ import uuid
 from concurrent.futures import ProcessPoolExecutor
 
 import httpx
-import memory_client
 import pytest
+
+import memory_client
 from memory_client import (
     BadRequest,
     Conflict,
@@ -22,7 +23,6 @@ from memory_client import (
     Unauthorized,
     Unreachable,
 )
-
 from tests.client.conftest import LiveService
 from tests.faults import free_port, wait_until
 

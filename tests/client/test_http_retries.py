@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
-from memory_client import Conflict, MemoryClient, RateLimited, ServiceUnavailable, Unreachable
 
+from memory_client import Conflict, MemoryClient, RateLimited, ServiceUnavailable, Unreachable
 from tests.client.conftest import LiveService
 
 # What happens to one request: forwarded and answered, forwarded and its answer lost, forwarded and
