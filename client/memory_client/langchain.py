@@ -23,6 +23,10 @@
   append safe to retry.
 * ``clear`` / ``aclear`` remove the conversation's messages (its memory and checkpoints stay).
 
+``RunnableWithMessageHistory`` stores the turn in a listener whose errors LangChain only logs: a
+refused append (an id the service refuses, the service down) leaves ``invoke``/``stream`` ending
+normally with nothing stored. :func:`raise_history_errors` makes such an error raise from the call.
+
 Needs langchain-core and httpx only (no Django).
 """
 
@@ -33,8 +37,9 @@ from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, messages_from_dict
+from langchain_core.tracers.root_listeners import AsyncRootListenersTracer, RootListenersTracer
 
-from memory_client.http import MemoryClient
+from memory_client.http import MemoryClient, NotFound
 from memory_client.messages import to_service
 
 
@@ -87,12 +92,18 @@ class ServiceChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         if self.max_tokens is not None:
-            return messages_from_dict(self.client.context(self.conversation_id, **self._context_body())["messages"])
+            try:
+                return messages_from_dict(self.client.context(self.conversation_id, **self._context_body())["messages"])
+            except NotFound:  # an unknown conversation has no messages, as its window has none
+                return []
         return messages_from_dict(self.client.window(self.conversation_id, limit=self.window, format="langchain"))
 
     async def aget_messages(self) -> list[BaseMessage]:
         if self.max_tokens is not None:
-            answer = await self.client.acontext(self.conversation_id, **self._context_body())
+            try:
+                answer = await self.client.acontext(self.conversation_id, **self._context_body())
+            except NotFound:
+                return []
             return messages_from_dict(answer["messages"])
         return messages_from_dict(await self.client.awindow(self.conversation_id, limit=self.window, format="langchain"))
 
@@ -113,3 +124,15 @@ class ServiceChatMessageHistory(BaseChatMessageHistory):
 
     async def aclear(self) -> None:
         await self.client.aclear(self.conversation_id)
+
+
+def raise_history_errors(enabled: bool = True) -> None:
+    """Make an error storing a turn inside ``RunnableWithMessageHistory`` raise from ``invoke``,
+    ``stream``, ``ainvoke`` and ``astream`` instead of only being logged.
+
+    LangChain runs the history's ``add_messages`` in a listener (``RootListenersTracer``) and offers
+    no per-chain switch, so this sets its ``raise_error`` for the whole process: an error in any other
+    ``with_listeners`` callback raises too. ``raise_history_errors(False)`` restores LangChain's default.
+    """
+    RootListenersTracer.raise_error = enabled
+    AsyncRootListenersTracer.raise_error = enabled
