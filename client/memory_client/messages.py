@@ -75,6 +75,10 @@ def to_service(message: BaseMessage) -> dict[str, Any]:
         if data.get("status") == "success":
             data.pop("status")
     content = data.pop("content")
+    if isinstance(content, list) and not all(_is_part(item) for item in content):
+        # LangChain also allows bare strings in the list; the service's parts are objects with a
+        # type, so such content is stored as its text, the list kept with LangChain's fields.
+        data["content"], content = content, message.text
     if "artifact" in data:
         metadata[ARTIFACT_KEY] = data.pop("artifact")
     data.pop("type", None)
@@ -110,6 +114,10 @@ def from_service(message: dict[str, Any]) -> BaseMessage:
             tool_message.artifact = metadata[ARTIFACT_KEY]
         return tool_message
     return SystemMessage(content=content, id=message_id)
+
+
+def _is_part(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("type"), str) and bool(item["type"])
 
 
 def content_of(message: dict[str, Any]) -> str | list[Any]:

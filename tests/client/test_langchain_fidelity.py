@@ -143,13 +143,26 @@ def test_every_chunk_is_stored_as_the_message_it_adds_up_to(chunk):
         ToolMessage(content=[{"type": "text", "text": "done"}], tool_call_id="t-1", artifact=[1, 2], status="error"),
         SystemMessage(content=[{"type": "text", "text": "Be brief."}]),
         AIMessage(content=[]),
+        HumanMessage(content=["Look at", {"type": "image_url", "image_url": {"url": "https://m.example/a.png"}}]),
     ],
-    ids=["human image", "ai tool_use", "tool artifact", "system blocks", "ai empty list"],
+    ids=["human image", "ai tool_use", "tool artifact", "system blocks", "ai empty list", "bare strings in the list"],
 )
 def test_every_message_with_blocks_reads_back_equal(message):
     body = to_service(message)
-    assert body["content"] == message.content
+    if all(isinstance(block, dict) for block in message.content):
+        assert body["content"] == message.content
+    else:
+        assert body["content"] == message.text
     assert from_service(body) == message
+
+
+def test_a_list_with_bare_strings_is_stored_and_read_back_through_the_service(memory):
+    sent = [HumanMessage(content=["Look at", {"type": "image_url", "image_url": {"url": "https://m.example/a.png"}}])]
+    history = ServiceChatMessageHistory("bare", client=memory)
+
+    history.add_messages(sent)
+
+    assert history.messages == sent
 
 
 def test_the_history_inside_a_long_tool_loop_holds_its_newest_calls_and_results(memory):
