@@ -16,10 +16,21 @@ Rules, in the order they apply:
   answer and tools used, newest kept when space runs short) merged into the system message.
 * The answer **never exceeds** ``max_tokens``: when even the recent turns do not fit, the oldest of
   them join the summary, and the summary is cut to the tokens left.
+* **Tool sequences are repaired** in what is sent, never in what is stored
+  (``repair_tool_sequences``): a tool result that answers no call of the assistant message before
+  it is left out; a call that has no result before the next user, assistant or system message (or
+  the end) gets a placeholder result, ``UNANSWERED_TOOL_CALL``, right after the results that came.
+  In the LangChain format the placeholder is a ``ToolMessage`` with ``status="error"`` and
+  ``additional_kwargs["unanswered_tool_call"] = True``; in the OpenAI format a plain tool message
+  with that content. Placeholders count in the tokens like any message.
+* The **LLM window** (``llm_window``) is the newest messages starting at a turn; when one turn is
+  longer than the page (an agent's long tool loop), it is that turn's newest part from its oldest
+  assistant message in the page, and nothing only when the page holds no assistant message at all.
 
 Token counts use cl100k_base (``tokens.count``) the way OpenAI bills a chat prompt: 3 tokens per
-message plus its content (plus 1 and the name when a name is set), plus 3 to prime the reply. Tool
-calls add their function name and JSON arguments and 3 tokens each.
+message plus its content's text (plus 1 and the name when a name is set), plus 3 to prime the reply.
+Each tool call adds 3 tokens plus its function name and its JSON arguments. Content parts other than
+text (images, audio, files) are not counted.
 """
 
 import json
@@ -28,10 +39,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from langchain_core.messages import message_to_dict
+from langchain_core.messages import convert_to_openai_messages, message_to_dict
+from memory_client.messages import CONTENT_PARTS_KEY, from_service, tool_call_ids, tool_calls_of
 
 from conversations import tokens
-from memory_client.messages import from_service, tool_calls_of
 
 FORMATS = ("openai", "langchain")
 PER_MESSAGE = 3
@@ -41,6 +52,9 @@ PER_TOOL_CALL = 3
 SUMMARY_HEADER = "Summary of the earlier conversation"
 # Each turn's line in the rule-based summary: at most this many tokens of the question and of the answer.
 SUMMARY_QUOTE_TOKENS = 40
+# The result sent for a tool call that was never answered (the agent stopped before storing it).
+UNANSWERED_TOOL_CALL = "[no result: the tool call was not answered]"
+UNANSWERED_FLAG = "unanswered_tool_call"
 
 
 class BudgetTooSmall(ValueError):
@@ -109,6 +123,57 @@ def from_turn_start(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return preamble + [message for turn in turns for message in turn]
 
 
+def llm_window(page: Sequence[dict[str, Any]], *, complete: bool) -> list[dict[str, Any]]:
+    """The messages of ``page`` (the newest of a conversation, oldest first) to send a model, tool
+    sequences repaired. A ``complete`` page holds the whole conversation; any other starts at a turn
+    (``from_turn_start``) or, when the page lies inside one turn, at its oldest assistant message."""
+    messages = list(page)
+    if not complete:
+        if any(message["role"] == "user" for message in messages):
+            messages = from_turn_start(messages)
+        else:
+            start = next((index for index, message in enumerate(messages) if message["role"] == "assistant"), len(messages))
+            messages = messages[start:]
+    return repair_tool_sequences(messages)
+
+
+# --- Tool sequences -----------------------------------------------------------------------------
+
+
+def repair_tool_sequences(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as a model accepts them (see the module docstring): each tool result right after
+    the assistant message whose call it answers, each call answered (by a placeholder if need be)."""
+    repaired: list[dict[str, Any]] = []
+    unanswered: dict[str, None] = {}  # the latest assistant message's calls still without a result, in order
+    for message in messages:
+        metadata = message.get("metadata") or {}
+        if message["role"] == "tool":
+            call_id = str(metadata.get("tool_call_id", ""))
+            if call_id in unanswered:
+                del unanswered[call_id]
+                repaired.append(message)
+            continue  # a result answering no open call is left out
+        repaired.extend(unanswered_result(call_id) for call_id in unanswered)
+        unanswered = dict.fromkeys(tool_call_ids(metadata)) if message["role"] == "assistant" else {}
+        repaired.append(message)
+    repaired.extend(unanswered_result(call_id) for call_id in unanswered)
+    return repaired
+
+
+def unanswered_result(call_id: str) -> dict[str, Any]:
+    """The placeholder result of a tool call that was never answered, as a stored message."""
+    return {
+        "id": None,
+        "role": "tool",
+        "content": UNANSWERED_TOOL_CALL,
+        "metadata": {
+            "tool_call_id": call_id,
+            "langchain": {"type": "tool", "data": {"status": "error", "additional_kwargs": {UNANSWERED_FLAG: True}}},
+        },
+        "token_count": tokens.count(UNANSWERED_TOOL_CALL),
+    }
+
+
 # --- Tokens -------------------------------------------------------------------------------------
 
 
@@ -146,7 +211,7 @@ def build(*, history: Sequence[dict[str, Any]], request: ContextRequest, older_t
     ``older_turns`` is the number of turns before ``history`` (numbers the entities' turns).
     Raises BudgetTooSmall when the system prompt and query alone exceed the budget.
     """
-    preamble, all_turns = split_turns(history)
+    preamble, all_turns = split_turns(repair_tool_sequences(history))
     total_turns = older_turns + len(all_turns)
     if preamble:  # system messages stored before the first question travel with the first turn
         all_turns = [preamble + all_turns[0], *all_turns[1:]] if all_turns else [preamble]
@@ -311,7 +376,7 @@ def render_message(message: dict[str, Any], format: str) -> dict[str, Any]:
     if format == "langchain":
         return message_to_dict(from_service(message))
     metadata = message.get("metadata") or {}
-    rendered: dict[str, Any] = {"role": message["role"], "content": message["content"]}
+    rendered: dict[str, Any] = {"role": message["role"], "content": _openai_content(message)}
     name = _name_of(metadata)
     if name:
         rendered["name"] = name
@@ -328,6 +393,19 @@ def render_message(message: dict[str, Any], format: str) -> dict[str, Any]:
     if message["role"] == "tool":
         rendered["tool_call_id"] = str(metadata.get("tool_call_id", ""))
     return rendered
+
+
+def _openai_content(message: dict[str, Any]) -> str | list[Any]:
+    """The content in OpenAI's shapes: the text, or the parts converted by LangChain (an image as an
+    ``image_url`` with its URL or a data URL, audio as ``input_audio``, a file as ``file``)."""
+    if not isinstance((message.get("metadata") or {}).get(CONTENT_PARTS_KEY), list):
+        return message["content"]
+    try:
+        converted = convert_to_openai_messages(from_service(message))
+    except (ValueError, TypeError, KeyError):  # a part LangChain cannot convert: the text is still sendable
+        return message["content"]
+    content = converted.get("content") if isinstance(converted, dict) else None
+    return content if isinstance(content, str | list) else message["content"]
 
 
 # --- Entities -----------------------------------------------------------------------------------

@@ -248,11 +248,10 @@ def _database_unavailable() -> ServiceUnavailable:
 
 def conversation_llm_window(*, tenant: Tenant, conversation_id: str, limit: int, format: str) -> Window:
     """Seed 004 ``get_window_for_llm``: the newest ``limit`` messages in an LLM format, starting at a
-    turn (never with a tool result or an answer whose question was cut off)."""
+    turn, or inside a turn longer than the page at an assistant message, with tool sequences repaired
+    (``context.llm_window``)."""
     window = conversation_window(tenant=tenant, conversation_id=conversation_id, query=WindowQuery(limit=limit))
-    messages = window.messages
-    if len(messages) == limit:  # the window may begin inside a turn
-        messages = context.from_turn_start(messages)
+    messages = context.llm_window(window.messages, complete=len(window.messages) < limit)  # a full page may begin inside a turn
     return Window(messages=[context.render_message(message, format) for message in messages], source=window.source)
 
 

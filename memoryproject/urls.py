@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from conversations import metrics
+from conversations.api import urls
 from tenants.authentication import metrics_token_matches
 
 
@@ -29,6 +30,7 @@ urlpatterns = [
     path("api/v1/", include("summaries.api.urls")),
     path("api/v1/", include("facts.api.urls")),
     path("api/v1/", include("chat.api.urls")),
+    path("api/v1/", include((urls.slashed_id_urlpatterns, "api"), namespace="api-slashed-id")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),
     path(
         "api/docs/",

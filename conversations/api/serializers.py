@@ -9,12 +9,14 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from conversations.content_parts import checked_content, checked_message_metadata, with_parts
 from conversations.exceptions import LimitExceeded, Unstorable
 from conversations.models import Conversation, Role
 from conversations.storable import storable_datetime, storable_json, storable_text
 
 CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]*"
 CONVERSATION_ID = re.compile(rf"^{CONVERSATION_ID_PATTERN}$")
+CONVERSATION_ID_RULE = "A conversation id is made of letters, digits and . _ @ = + - (not starting with a symbol)."
 OWNER_ID_MAX = 200
 
 
@@ -25,9 +27,7 @@ def validate_conversation_id(value: str) -> str:
             details={"field": "conversation_id", "size": len(value), "limit": settings.MEMORY_MAX_ID_LENGTH},
         )
     if not CONVERSATION_ID.match(value):
-        raise serializers.ValidationError(
-            "A conversation id is made of letters, digits and . _ @ = + - (not starting with a symbol)."
-        )
+        raise serializers.ValidationError(CONVERSATION_ID_RULE)
     return value
 
 
@@ -85,14 +85,30 @@ def check_batch_size(data: Any, *, field: str) -> None:
         )
 
 
+class ContentField(serializers.JSONField):
+    """A message's content as sent: a string, a list of content parts, or null."""
+
+    default_error_messages = {"invalid": "content must be a string, a list of content parts (JSON objects), or null."}
+
+    def to_internal_value(self, data: Any) -> str | list[Any]:
+        if not isinstance(data, str | list):
+            self.fail("invalid")
+        return data
+
+
 class MessageInSerializer(serializers.Serializer):
     """One message. OpenAI-style ``tool_calls`` (assistant), ``tool_call_id`` (tool) and ``name`` may be
     sent beside ``content``: they are kept in ``metadata`` under the same names, where the context
-    builder reads them (``memory_client.messages`` describes the convention)."""
+    builder reads them (``memory_client.messages`` describes the convention). ``content`` may be a
+    list of content parts (``conversations.content_parts`` holds that contract)."""
 
     id = serializers.UUIDField(required=False, help_text="Your own id (UUID) makes the write idempotent.")
     role = serializers.ChoiceField(choices=Role.choices)
-    content = TextField(allow_blank=True, allow_null=True, trim_whitespace=False, help_text="null is stored as empty.")
+    content = ContentField(
+        allow_null=True,
+        help_text="Text, a list of content parts (objects with a string type: text, image_url, image...), or null "
+        "(assistant only, stored as empty).",
+    )
     metadata = serializers.JSONField(required=False, default=dict)
     created_at = serializers.DateTimeField(required=False, help_text="Defaults to the time of the write.")
     tool_calls = serializers.ListField(child=serializers.DictField(), required=False, max_length=128)
@@ -102,15 +118,8 @@ class MessageInSerializer(serializers.Serializer):
     class Meta:
         list_serializer_class = IndexedListSerializer
 
-    def validate_content(self, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if len(value) > settings.MEMORY_MAX_CONTENT_CHARS:
-            raise LimitExceeded(
-                f"content is {len(value)} characters; the limit is MEMORY_MAX_CONTENT_CHARS={settings.MEMORY_MAX_CONTENT_CHARS}.",
-                details={"field": "content", "size": len(value), "limit": settings.MEMORY_MAX_CONTENT_CHARS},
-            )
-        return storable_text(value, field="content")
+    def validate_content(self, value: str | list[Any] | None) -> tuple[str, list[dict[str, Any]] | None] | None:
+        return None if value is None else checked_content(value)
 
     def validate_metadata(self, value: Any) -> dict:
         if not isinstance(value, dict):
@@ -124,13 +133,14 @@ class MessageInSerializer(serializers.Serializer):
         if attrs["content"] is None:
             if attrs["role"] != Role.ASSISTANT:
                 raise serializers.ValidationError({"content": "content may be null only on an assistant message."})
-            attrs["content"] = ""
+            attrs["content"] = ("", None)
+        attrs["content"], parts = attrs["content"]
         moved = {name: attrs.pop(name) for name in ("tool_calls", "tool_call_id", "name") if name in attrs}
         if "tool_calls" in moved and attrs["role"] != Role.ASSISTANT:
             raise serializers.ValidationError({"tool_calls": "Only an assistant message carries tool calls."})
         if "tool_call_id" in moved and attrs["role"] != Role.TOOL:
             raise serializers.ValidationError({"tool_call_id": "Only a tool message answers a tool call."})
-        attrs["metadata"] = check_metadata({**attrs.get("metadata", {}), **moved})
+        attrs["metadata"] = with_parts(checked_message_metadata({**attrs.get("metadata", {}), **moved}), parts)
         return attrs
 
 
@@ -139,7 +149,7 @@ class AppendSerializer(serializers.Serializer):
 
     messages = MessageInSerializer(many=True, required=False)
     role = serializers.ChoiceField(choices=Role.choices, required=False)
-    content = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    content = ContentField(required=False, allow_null=True)
     id = serializers.UUIDField(required=False)
     metadata = serializers.JSONField(required=False)
     created_at = serializers.DateTimeField(required=False)
@@ -237,20 +247,18 @@ def _plain_message(item: Any) -> dict[str, Any] | None:
     if type(item) is not dict or not item.keys() <= PLAIN_MESSAGE_FIELDS:
         return None
     role, content, metadata = item.get("role"), item.get("content"), item.get("metadata", {})
-    if type(role) is not str or role not in ROLES or type(content) is not str or type(metadata) is not dict:
-        return None
-    if len(content) > settings.MEMORY_MAX_CONTENT_CHARS:
+    if type(role) is not str or role not in ROLES or type(content) not in (str, list) or type(metadata) is not dict:
         return None
     message: dict[str, Any] = {}
     try:
-        storable_text(content, field="content")
+        text, parts = checked_content(content)
         if "id" in item:
             if type(item["id"]) is not str:
                 return None
             message["id"] = uuid.UUID(hex=item["id"])
         message["role"] = role
-        message["content"] = content
-        message["metadata"] = check_metadata(dict(metadata))
+        message["content"] = text
+        message["metadata"] = with_parts(checked_message_metadata(dict(metadata)), parts)
         if "created_at" in item:
             if type(item["created_at"]) is not str:
                 return None
@@ -265,10 +273,10 @@ class MessageOutSerializer(serializers.Serializer):
     conversation_id = serializers.CharField()
     seq = serializers.IntegerField(help_text="Strictly increasing within the conversation; the total order.")
     role = serializers.ChoiceField(choices=Role.choices)
-    content = serializers.CharField()
-    metadata = serializers.JSONField()
+    content = serializers.JSONField(help_text="As sent: text, or the list of content parts.")
+    metadata = serializers.JSONField(help_text="As sent (an artifact included), with the moved tool_calls, tool_call_id, name.")
     created_at = serializers.DateTimeField()
-    token_count = serializers.IntegerField(help_text="cl100k_base tokens of the content.")
+    token_count = serializers.IntegerField(help_text="cl100k_base tokens of the content's text.")
 
 
 class AppendOutSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from conversations.api import views
 
@@ -19,4 +19,14 @@ urlpatterns = [
     ),
     path("users/<str:user_id>/", views.UserView.as_view(), name="user-detail"),
     path("status/", views.StatusView.as_view(), name="status"),
+]
+
+# Last of all the API's routes (memoryproject.urls): a conversation route whose id holds a "/".
+slashed_id_urlpatterns = [
+    re_path(
+        r"^conversations/(?P<conversation_id>[^/]+/.+?)/"
+        r"(?P<rest>(?:memory|messages|window|context|chat|checkpoints|search|summaries)/.*)?$",
+        views.SlashedConversationIdView.as_view(),
+        name="conversation-slashed-id",
+    ),
 ]

@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations import context, selectors, services
+from conversations import content_parts, context, selectors, services
 from conversations.api import parsers, renderers, serializers
 from conversations.exceptions import LimitExceeded, NotFound
 from tenants import authentication
@@ -76,11 +76,18 @@ def _window_json(conversation_id: str, elements: list[bytes], *, source: str) ->
     Every cached message is an object whose first member is ``seq`` (``cache.message_json``)."""
     encoded_id = json.dumps(conversation_id, ensure_ascii=False).encode()
     tagged = b'{"conversation_id":' + encoded_id + b","
+    elements = [_as_sent(element) if content_parts.may_have_parts(element) else element for element in elements]
     messages = b",".join([tagged + element[1:] for element in elements])
     return renderers.EncodedJSON(
         b'{"conversation_id":%s,"messages":[%s],"count":%d,"source":"%s"}'
         % (encoded_id, messages, len(elements), source.encode())
     )
+
+
+def _as_sent(element: bytes) -> bytes:
+    """A cached message's JSON with its content as it was sent (``content_parts.api_message``)."""
+    message = content_parts.api_message(json.loads(element))
+    return json.dumps({"seq": message.pop("seq"), **message}, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _conversation_id(value: str) -> str:
@@ -230,7 +237,7 @@ class MessageListView(TenantAPIView):
         )
         if window.elements is not None:
             return Response(_window_json(conversation_id, window.elements, source=window.source))
-        messages = [message | {"conversation_id": conversation_id} for message in window.messages]
+        messages = [content_parts.api_message(message) | {"conversation_id": conversation_id} for message in window.messages]
         return Response(
             {"conversation_id": conversation_id, "messages": messages, "count": len(messages), "source": window.source}
         )
@@ -276,7 +283,7 @@ class MessageListView(TenantAPIView):
             user_id=values["user_id"],
             agent_id=values["agent_id"],
         )
-        messages = [message | {"conversation_id": conversation_id} for message in result.messages]
+        messages = [content_parts.api_message(message) | {"conversation_id": conversation_id} for message in result.messages]
         return Response(
             {"conversation_id": conversation_id, "messages": messages},
             status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
@@ -367,7 +374,22 @@ class MessageDetailView(TenantAPIView):
         message = selectors.message_get(
             tenant=self.tenant, conversation_id=_conversation_id(conversation_id), message_id=message_id
         )
-        return Response(message | {"conversation_id": conversation_id})
+        return Response(content_parts.api_message(message) | {"conversation_id": conversation_id})
+
+
+class SlashedConversationIdView(TenantAPIView):
+    """Any conversation route whose id holds a ``/`` (sent as ``%2F``, which the server decodes into
+    the path, so no route matches): a 400 naming the characters an id may hold, not a 404 page."""
+
+    @extend_schema(exclude=True)
+    def refuse(self, request: Request, conversation_id: str, rest: str | None = None) -> Response:
+        raise ValidationError(
+            {
+                "conversation_id": f"A conversation id cannot contain '/' (got {conversation_id!r}). {serializers.CONVERSATION_ID_RULE}"
+            }
+        )
+
+    get = post = put = patch = delete = refuse
 
 
 class ApiRootView(APIView):

@@ -302,6 +302,8 @@ MEMORY_MAX_TURNS_PROMPT = env.int("MEMORY_MAX_TURNS_PROMPT", default=20)
 # Bounds on input (DESIGN.md 5.8) and on the cache.
 MEMORY_MAX_CONTENT_CHARS = env.int("MEMORY_MAX_CONTENT_CHARS", default=100_000)
 MEMORY_MAX_METADATA_BYTES = env.int("MEMORY_MAX_METADATA_BYTES", default=16_384)
+# A tool result's structured output (metadata.artifact), bounded apart from the rest of the metadata.
+MEMORY_MAX_ARTIFACT_BYTES = env.int("MEMORY_MAX_ARTIFACT_BYTES", default=262_144)
 MEMORY_MAX_MEMORY_BYTES = env.int("MEMORY_MAX_MEMORY_BYTES", default=1_048_576)
 MEMORY_MAX_CHECKPOINT_BYTES = env.int("MEMORY_MAX_CHECKPOINT_BYTES", default=1_048_576)
 MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)

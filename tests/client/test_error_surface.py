@@ -49,7 +49,7 @@ def test_a_uri_past_the_apis_limit_but_within_gunicorns_is_the_json_414(web, ten
 def test_an_unknown_route_is_the_json_404_under_gunicorn(web, tenant):
     connection = connection_to(web)
 
-    connection.request("GET", "/api/v1/conversations/a/b/", headers={"Authorization": f"Api-Key {key_of(tenant)}"})
+    connection.request("GET", "/api/v1/users/a/b/", headers={"Authorization": f"Api-Key {key_of(tenant)}"})
 
     error_of(connection.getresponse(), 404, "not_found")
 
