@@ -19,11 +19,11 @@ import json
 from typing import Any
 
 from django.conf import settings
-from memory_client.messages import ARTIFACT_KEY, CONTENT_PARTS_KEY
 from rest_framework import serializers
 
 from conversations.exceptions import LimitExceeded
 from conversations.storable import storable_json, storable_text
+from memory_client.messages import ARTIFACT_KEY, CONTENT_PARTS_KEY
 
 _PARTS_MARKER = json.dumps(CONTENT_PARTS_KEY).encode()
 

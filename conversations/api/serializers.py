@@ -15,7 +15,7 @@ from conversations.models import Conversation, Role
 from conversations.storable import storable_datetime, storable_json, storable_text
 
 CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]*"
-CONVERSATION_ID = re.compile(rf"^{CONVERSATION_ID_PATTERN}$")
+CONVERSATION_ID = re.compile(CONVERSATION_ID_PATTERN)
 CONVERSATION_ID_RULE = "A conversation id is made of letters, digits and . _ @ = + - (not starting with a symbol)."
 OWNER_ID_MAX = 200
 
@@ -26,7 +26,7 @@ def validate_conversation_id(value: str) -> str:
             f"The conversation id is {len(value)} characters; the limit is MEMORY_MAX_ID_LENGTH={settings.MEMORY_MAX_ID_LENGTH}.",
             details={"field": "conversation_id", "size": len(value), "limit": settings.MEMORY_MAX_ID_LENGTH},
         )
-    if not CONVERSATION_ID.match(value):
+    if not CONVERSATION_ID.fullmatch(value):
         raise serializers.ValidationError(CONVERSATION_ID_RULE)
     return value
 

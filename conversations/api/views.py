@@ -92,7 +92,7 @@ def _as_sent(element: bytes) -> bytes:
 
 def _conversation_id(value: str) -> str:
     """A conversation id read from the URL: one that could never be stored does not exist (404)."""
-    if len(value) > settings.MEMORY_MAX_ID_LENGTH or not serializers.CONVERSATION_ID.match(value):
+    if len(value) > settings.MEMORY_MAX_ID_LENGTH or not serializers.CONVERSATION_ID.fullmatch(value):
         raise NotFound(f"Conversation {value} does not exist.")
     return value
 

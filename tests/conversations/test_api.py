@@ -736,3 +736,12 @@ def test_metrics_name_tenants_so_they_answer_only_the_scraper_holding_the_token(
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     settings.MEMORY_METRICS_TOKEN = ""
     assert client.get("/metrics", **SCRAPER).status_code == 404
+
+
+def test_a_conversation_id_ending_in_a_newline_is_refused_in_the_path(api, tenant, no_worker):
+    # "$" in a regular expression also matches before a final newline: the whole id must match.
+    answer = api.post("/api/v1/conversations/ends-with-newline%0A/messages/", message_payload(), format="json")
+
+    assert answer.status_code == 400, answer.content
+    assert "letters, digits and . _ @ = + -" in answer.json()["error"]["message"]
+    assert Conversation.objects.for_tenant(tenant).count() == 0
