@@ -25,7 +25,7 @@ urlpatterns = [
 slashed_id_urlpatterns = [
     re_path(
         r"^conversations/(?P<conversation_id>[^/]+/.+?)/"
-        r"(?P<rest>(?:memory|messages|window|context|chat|checkpoints|search|summaries)/.*)?$",
+        rf"(?P<rest>(?:{'|'.join(views.CONVERSATION_ROUTES)})/.*)?$",
         views.SlashedConversationIdView.as_view(),
         name="conversation-slashed-id",
     ),

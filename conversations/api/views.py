@@ -377,6 +377,9 @@ class MessageDetailView(TenantAPIView):
         return Response(content_parts.api_message(message) | {"conversation_id": conversation_id})
 
 
+CONVERSATION_ROUTES = ("memory", "messages", "window", "context", "chat", "checkpoints", "search", "summaries")
+
+
 class SlashedConversationIdView(TenantAPIView):
     """Any conversation route whose id holds a ``/`` (sent as ``%2F``, which the server decodes into
     the path, so no route matches): a 400 naming the characters an id may hold, not a 404 page."""
@@ -385,7 +388,9 @@ class SlashedConversationIdView(TenantAPIView):
     def refuse(self, request: Request, conversation_id: str, rest: str | None = None) -> Response:
         raise ValidationError(
             {
-                "conversation_id": f"A conversation id cannot contain '/' (got {conversation_id!r}). {serializers.CONVERSATION_ID_RULE}"
+                "conversation_id": f"A conversation id cannot contain '/' (got {conversation_id!r}). "
+                f"{serializers.CONVERSATION_ID_RULE} If the part after the id was meant as a route, the routes of a "
+                f"conversation are {', '.join(f'{route}/' for route in CONVERSATION_ROUTES)}."
             }
         )
 
