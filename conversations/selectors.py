@@ -382,7 +382,10 @@ def _with_memory(
     )
     # The query's own message, stored before asking, is the best match of the query: never an "earlier" one.
     bundle["context"] = [item for item in bundle["context"] if item["message_id"] != current_id]
-    in_full = {message["id"] for message in history[-2 * max(1, request.short_term_turns) :]}
+    # The newest turn is sent in full whatever its length (an agent's tool loop asks again before
+    # its turn ends, its question no longer the newest message): none of it is "earlier".
+    newest_question = max((index for index, message in enumerate(history) if message["role"] == "user"), default=len(history))
+    in_full = {message["id"] for message in history[-2 * max(1, request.short_term_turns) :] + history[newest_question:]}
     block = memory_bundle.relevant_context_block(bundle, exclude=in_full, max_tokens=request.max_tokens // 4)
     rendered = memory_bundle.render_prompt(
         bundle, query=request.query, history=history, location=location if isinstance(location, str) else None

@@ -121,3 +121,25 @@ def test_the_query_stored_before_asking_is_not_its_own_relevant_past(api, rememb
 
     assert stored.json()["messages"][0]["id"] not in [item["message_id"] for item in memory["context"]]
     assert "Rex" in memory["context"][0]["content"]
+
+
+def test_the_question_of_a_tool_loop_in_progress_is_not_its_own_relevant_past(api, remembered, tenant):
+    # An agent asks again at each step of its tool loop: its question is no longer the newest message.
+    question = "What is the name of my puppy, the one I adopted in May?"
+    loop = [{"role": "user", "content": question}]
+    for step in range(12):
+        call = {"id": f"call-{step}", "name": "lookup", "args": {"step": step}, "type": "tool_call"}
+        loop += [
+            {"role": "assistant", "content": "", "metadata": {"tool_calls": [call]}},
+            {"role": "tool", "content": f"nothing found at step {step}", "metadata": {"tool_call_id": f"call-{step}"}},
+        ]
+    assert api.post("/api/v1/conversations/today/messages/", {"messages": loop}, format="json").status_code == 201
+    run_queued_tasks()
+    conversation_embed(tenant=tenant, conversation_id="today")
+
+    answer = context(api, query=question, short_term_turns=1)
+
+    system = answer["messages"][0]
+    assert system["role"] == "system"
+    assert "Rex" in system["content"]  # the relevant past is there...
+    assert question not in system["content"]  # ...without the question being asked
