@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "summaries",
     "facts",
     "chat",
+    "mcp_server",
 ]
 
 # Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
