@@ -104,7 +104,7 @@ def _schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any
 
 def _string(value: Any, *, field: str) -> str:
     if not isinstance(value, str):
-        raise ValidationError({field: "Must be a string."})
+        raise ValidationError({field: ["Must be a string."]})
     return value
 
 
@@ -350,7 +350,7 @@ def call(*, tenant: Tenant, name: str, arguments: dict[str, Any]) -> Outcome:
     try:
         tool = TOOLS_BY_NAME.get(name)
         if tool is None:
-            raise ValidationError({"name": f"No tool is named {name!r}; the tools are {', '.join(TOOLS_BY_NAME)}."})
+            raise ValidationError({"name": [f"No tool is named {name!r}; the tools are {', '.join(TOOLS_BY_NAME)}."]})
         _check_arguments(tool, arguments)
         return Outcome(document=_plain(tool.run(tenant=tenant, **arguments)))
     except Exception as error:  # every refusal the API would answer, and a failure it would log
@@ -361,10 +361,10 @@ def _check_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
     known = tool.input_schema["properties"]
     unknown = sorted(set(arguments) - set(known))
     if unknown:
-        raise ValidationError({name: f"{tool.name} takes no argument {name!r}; it takes {', '.join(known)}." for name in unknown})
+        raise ValidationError({name: [f"{tool.name} takes no argument {name!r}; it takes {', '.join(known)}."] for name in unknown})
     missing = [name for name in tool.input_schema["required"] if arguments.get(name) is None]
     if missing:
-        raise ValidationError({name: "This argument is required." for name in missing})
+        raise ValidationError({name: ["This argument is required."] for name in missing})
 
 
 def error_document(error: Exception) -> dict[str, Any]:
