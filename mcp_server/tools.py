@@ -361,7 +361,9 @@ def _check_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
     known = tool.input_schema["properties"]
     unknown = sorted(set(arguments) - set(known))
     if unknown:
-        raise ValidationError({name: [f"{tool.name} takes no argument {name!r}; it takes {', '.join(known)}."] for name in unknown})
+        raise ValidationError(
+            {name: [f"{tool.name} takes no argument {name!r}; it takes {', '.join(known)}."] for name in unknown}
+        )
     missing = [name for name in tool.input_schema["required"] if arguments.get(name) is None]
     if missing:
         raise ValidationError({name: ["This argument is required."] for name in missing})

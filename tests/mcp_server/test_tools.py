@@ -181,4 +181,3 @@ def test_a_budget_too_small_for_the_context_is_the_apis_limit_error(service: Liv
     refused = error(context)
     assert refused["code"] == "limit_exceeded"
     assert refused["details"]["field"] == "max_tokens"
-
