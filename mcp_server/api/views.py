@@ -6,7 +6,8 @@ refusal is the API's JSON error (401 ``not_authenticated`` or ``authentication_f
 ``WWW-Authenticate: Api-Key``, 429 ``throttled``). Many MCP clients can only send a bearer token, so
 here, and only here, ``Authorization: Bearer <key>`` is read as ``Authorization: Api-Key <key>``.
 
-A POST carries one JSON-RPC message and is answered by one JSON document (``mcp_server.server``).
+A POST carries one JSON-RPC message and is answered by one JSON document (``mcp_server.server``);
+a POST without an ``Accept`` header (or with ``*/*``) is read as accepting JSON.
 The server keeps no session, so it offers no stream to GET and no session to DELETE: both answer
 405 ``method_not_allowed``, as the protocol lets a stateless server do.
 """
@@ -24,6 +25,9 @@ from tenants.authentication import TenantApiKeyAuthentication
 
 # Hop-by-hop and framing headers are the WSGI server's to write.
 NOT_FORWARDED = frozenset({"content-length", "transfer-encoding", "connection"})
+# The protocol asks clients to list both; a request that names no type, or any type, accepts JSON.
+ACCEPT_ANY = ("", "*/*")
+MCP_ACCEPT = "application/json, text/event-stream"
 
 
 class ApiKeyOrBearerParser(KeyParser):
@@ -46,11 +50,14 @@ class McpView(TenantAPIView):
     @extend_schema(exclude=True)  # JSON-RPC, described by the tools it lists (README: MCP)
     def post(self, request: Request) -> HttpResponse:
         django_request = request._request
+        headers = dict(django_request.headers)
+        if headers.get("Accept", "").strip() in ACCEPT_ANY:
+            headers["Accept"] = MCP_ACCEPT
         answer = server.respond(
             method="POST",
             path=django_request.path,
             query_string=django_request.META.get("QUERY_STRING", "").encode("latin-1"),
-            headers=dict(django_request.headers),
+            headers=headers,
             body=django_request.body,
             tenant=self.tenant,
         )

@@ -91,6 +91,13 @@ def test_a_client_that_cannot_read_json_is_told_so(api: APIClient) -> None:
     assert answer.status_code == 406
 
 
+@pytest.mark.parametrize("accept", ["", "*/*"])
+def test_a_client_that_names_no_type_gets_json(api: APIClient, accept: str) -> None:
+    answer = rpc(api, "tools/list", accept=accept)
+    assert answer.status_code == 200
+    assert "get_context" in {tool["name"] for tool in answer.json()["result"]["tools"]}
+
+
 def test_failed_keys_from_one_address_are_throttled_as_on_every_endpoint(db: Any, settings: Any, clock: None) -> None:
     settings.MEMORY_AUTH_FAILURE_LIMIT = 3
     settings.MEMORY_AUTH_FAILURE_WINDOW = WINDOW
