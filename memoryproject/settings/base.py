@@ -449,6 +449,8 @@ LOGGING = {
         # lag). Retries, failures and the worker's own events still log.
         "celery.app.trace": {"level": WORKER_TASK_LOG_LEVEL},
         "celery.worker.strategy": {"level": WORKER_TASK_LOG_LEVEL},
+        # The MCP SDK starts a session manager for every request (mcp_server.server) and says so at INFO.
+        "mcp": {"level": "WARNING"},
     },
 }
 structlog.configure(
