@@ -5,8 +5,10 @@ import json
 from typing import Any
 
 import pytest
+from django.test import override_settings
 from rest_framework.test import APIClient
 
+from conversations.models import Message
 from facts.models import UserFact
 from tenants import services as tenant_services
 from tenants.throttling import TenantRateThrottle
@@ -68,6 +70,25 @@ def test_a_tool_call_runs_on_the_request_and_writes_for_the_keys_tenant(api: API
     assert result["structuredContent"]["fact"]["value"] == "green"
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
     assert UserFact.objects.for_tenant(tenant).get(user_id="ada").value == "green"
+
+
+def test_an_append_the_broker_refuses_is_a_tool_error_with_the_503_code_and_a_retry_with_its_ids_stores_it(
+    api: APIClient, tenant: Any, refusing_queue: str, transactional_db: Any
+) -> None:
+    message = {"id": "6f1c2a0e-3b7d-4c55-9d0e-0a1b2c3d4e5f", "role": "user", "content": "keep me"}
+    arguments = {"conversation_id": "refused", "messages": [message]}
+    with override_settings(MEMORY_QUEUE=refusing_queue):
+        refused = rpc(api, "tools/call", {"name": "append_messages", "arguments": arguments}).json()["result"]
+    assert refused["isError"] is True
+    error = refused["structuredContent"]["error"]
+    assert (error["code"], error["status"]) == ("broker_unavailable", 503)
+    assert error["retry_after"] >= 1
+    assert not Message.objects.for_tenant(tenant).exists()
+
+    retried = rpc(api, "tools/call", {"name": "append_messages", "arguments": arguments}).json()["result"]
+    assert retried["isError"] is False
+    assert retried["structuredContent"]["created"] is True  # the refused attempt stored nothing
+    assert [stored["id"] for stored in retried["structuredContent"]["messages"]] == [message["id"]]
 
 
 @pytest.mark.parametrize("method", ["get", "delete", "put"])
