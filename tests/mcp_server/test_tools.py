@@ -181,3 +181,19 @@ def test_a_budget_too_small_for_the_context_is_the_apis_limit_error(service: Liv
     refused = error(context)
     assert refused["code"] == "limit_exceeded"
     assert refused["details"]["field"] == "max_tokens"
+
+
+def test_concurrent_calls_are_each_answered_for_their_own_conversation(service: LiveService, tenant: Any) -> None:
+    async def append_and_read(number: int) -> list[dict[str, Any]]:
+        async with mcp_session(service) as session:
+            conversation = {"conversation_id": f"parallel-{number}"}
+            message = {"role": "user", "content": f"message {number}"}
+            answer(await session.call_tool("append_messages", {**conversation, "messages": [message]}))
+            return answer(await session.call_tool("get_window", conversation))["messages"]
+
+    async def run() -> list[list[dict[str, Any]]]:
+        return await asyncio.gather(*(append_and_read(number) for number in range(8)))
+
+    windows = asyncio.run(run())
+    assert windows == [[{"role": "user", "content": f"message {number}"}] for number in range(8)]
+    wait_for_rows(Message, tenant, 8)
