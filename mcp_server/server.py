@@ -39,7 +39,20 @@ server: Server = Server("conversation-memory", version="1", instructions=INSTRUC
 
 @server.list_tools()
 async def list_tools() -> list[types.Tool]:
-    return [types.Tool(name=tool.name, description=tool.description, inputSchema=tool.input_schema) for tool in tools.TOOLS]
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            inputSchema=tool.input_schema,
+            annotations=types.ToolAnnotations(
+                readOnlyHint=tool.read_only,
+                destructiveHint=tool.destructive,
+                idempotentHint=tool.idempotent,
+                openWorldHint=False,
+            ),
+        )
+        for tool in tools.TOOLS
+    ]
 
 
 # Arguments are not checked against the schemas here: the tools check them with the API's own rules,

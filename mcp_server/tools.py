@@ -50,6 +50,11 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     run: Callable[..., dict[str, Any]]
+    # Hints for clients that ask before a tool changes anything: reads nothing but the tenant's
+    # memory; removes something; calling it again with the same arguments changes nothing more.
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
 
 
 @dataclass(frozen=True)
@@ -273,6 +278,7 @@ TOOLS = [
             required=["conversation_id"],
         ),
         run=get_context,
+        read_only=True,
     ),
     Tool(
         name="get_window",
@@ -286,6 +292,7 @@ TOOLS = [
             required=["conversation_id"],
         ),
         run=get_window,
+        read_only=True,
     ),
     Tool(
         name="search_memory",
@@ -305,6 +312,7 @@ TOOLS = [
             required=["query"],
         ),
         run=search_memory,
+        read_only=True,
     ),
     Tool(
         name="get_facts",
@@ -314,6 +322,7 @@ TOOLS = [
             required=["user_id"],
         ),
         run=get_facts,
+        read_only=True,
     ),
     Tool(
         name="set_fact",
@@ -328,6 +337,7 @@ TOOLS = [
             required=["user_id", "key", "value"],
         ),
         run=set_fact,
+        idempotent=True,
     ),
     Tool(
         name="delete_fact",
@@ -337,6 +347,7 @@ TOOLS = [
             required=["user_id", "key"],
         ),
         run=delete_fact,
+        destructive=True,
     ),
 ]
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}

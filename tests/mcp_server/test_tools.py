@@ -53,6 +53,9 @@ def test_every_tool_is_listed_with_an_input_schema_that_describes_it(service: Li
         assert tool.inputSchema["required"]
     assert set(tools["append_messages"].inputSchema["required"]) == {"conversation_id", "messages"}
     assert tools["append_messages"].inputSchema["properties"]["messages"]["items"]["required"] == ["role", "content"]
+    read_only = {name for name, tool in tools.items() if tool.annotations and tool.annotations.readOnlyHint}
+    assert read_only == {"get_context", "get_window", "search_memory", "get_facts"}
+    assert tools["delete_fact"].annotations.destructiveHint is True
 
 
 def test_an_appended_turn_is_stored_and_comes_back_in_the_context(service: LiveService, tenant: Any) -> None:
