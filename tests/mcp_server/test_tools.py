@@ -10,6 +10,7 @@ from mcp.types import CallToolResult
 
 from conversations.models import Conversation, Message
 from facts.models import UserFact
+from search.models import MessageEmbedding
 from tests.client.conftest import LiveService
 from tests.conftest import wait_for_rows
 from tests.mcp_server.conftest import mcp_session
@@ -139,6 +140,24 @@ def test_search_finds_an_appended_message(service: LiveService, tenant: Any) -> 
         assert found["results"][0]["conversation_id"] == "plans"
     assert answer(by_user)["scope"] == "user"
     assert len(answer(by_conversation)["results"]) == 1
+
+
+def test_search_finds_an_appended_message_by_meaning_once_it_is_embedded(
+    service: LiveService, tenant: Any, derived_worker: Any
+) -> None:
+    messages = [
+        {"role": "user", "content": "I adopted a golden retriever puppy called Rex."},
+        {"role": "assistant", "content": "Congratulations! Puppies are a lot of work."},
+    ]
+    (appended,) = calls(service, ("append_messages", {"conversation_id": "pets", "messages": messages, "user_id": "ada"}))
+    answer(appended)
+    wait_for_rows(MessageEmbedding, tenant, 2, timeout=90)
+    (found,) = calls(
+        service,
+        ("search_memory", {"query": "Which dog did I get?", "user_id": "ada", "mode": "semantic", "min_similarity": 0.3}),
+    )
+    assert answer(found)["results"][0]["content"] == "I adopted a golden retriever puppy called Rex."
+    assert answer(found)["query_embedding_dim"] == 384
 
 
 def test_bad_input_is_a_tool_error_with_the_api_code_and_writes_nothing(service: LiveService, tenant: Any) -> None:
