@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "summaries",
     "facts",
     "chat",
+    "mcp_server",
 ]
 
 # Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
@@ -450,6 +451,8 @@ LOGGING = {
         # lag). Retries, failures and the worker's own events still log.
         "celery.app.trace": {"level": WORKER_TASK_LOG_LEVEL},
         "celery.worker.strategy": {"level": WORKER_TASK_LOG_LEVEL},
+        # The MCP SDK starts a session manager for every request (mcp_server.server) and says so at INFO.
+        "mcp": {"level": "WARNING"},
     },
 }
 structlog.configure(

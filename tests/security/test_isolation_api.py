@@ -58,6 +58,8 @@ facts:fact-detail                    GET      404     not found
 facts:fact-detail                    PUT      201     acme's own fact of that key
 facts:fact-detail                    DELETE   404     not found, nothing deleted
 facts:fact-history                   GET      404     not found (acme's user never had that key)
+mcp_server:mcp                       POST     200     a tool error not_found (get_context on globex's
+                                                      conversation; tests/mcp_server: every tool)
 every route                          OPTIONS  200     the route's description; no tenant data
 ===================================  =======  ======  ==================================================
 
@@ -542,6 +544,19 @@ RULES: dict[tuple[str, str], Rule] = {
     ("facts:fact-detail", "PUT"): Rule(201, body=lambda world: {"value": OWN_TEXT}, creates=_acme_fact_saved),
     ("facts:fact-detail", "DELETE"): NOT_FOUND,
     ("facts:fact-history", "GET"): NOT_FOUND,
+    ("mcp_server:mcp", "POST"): Rule(
+        200,
+        body=lambda world: {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "get_context",
+                "arguments": {"conversation_id": world.conversation_id, "query": world.search_words, "use_memory": True},
+            },
+        },
+        answer=lambda body, world: body["result"]["structuredContent"]["error"]["code"] == "not_found",
+    ),
 }
 # OPTIONS describes a route (DRF's metadata), whatever its ids name.
 RULES.update({(endpoint.name, "OPTIONS"): Rule(200) for endpoint in ENDPOINTS if endpoint.method == "OPTIONS"})

@@ -1,0 +1,398 @@
+"""The MCP tools: each one the REST endpoint it names, reached through the same validation and the
+same service or selector, for the tenant of the API key.
+
+A tool is a ``Tool``: its name, a description for the model, the JSON Schema of its arguments, and a
+function ``run(*, tenant, **arguments)`` answering a JSON document. The schemas describe the
+arguments to the client; the rules are the API's own (its serializers, ``conversations.api.views``'
+id checks, the services), so a tool accepts exactly what its endpoint accepts and refuses the rest
+with the same error. ``call`` checks only what the serializers cannot see: an argument no tool
+takes, a required one missing, or an id that is not a string; each is a ``validation_error`` and
+nothing is written.
+
+An error is answered as the API's error document (``{"error": {"code", "message", "details"}}``) with
+the HTTP ``status`` the endpoint would have answered and, when waiting helps, ``retry_after`` in
+seconds: ``call`` turns every exception the API would answer into that document
+(``conversations.api.errors.exception_handler``). An append refused with a 503 code
+(``broker_unavailable``, ``write_indeterminate``, ``idempotency_unknown``...) names the message ids in
+``details`` as the REST answer does: calling again with the same ids is safe.
+"""
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from rest_framework.exceptions import ValidationError
+from rest_framework.utils.encoders import JSONEncoder
+
+from conversations import context, selectors, services
+from conversations.api import errors
+from conversations.api import serializers as conversation_serializers
+from conversations.api.views import _conversation_id, _new_conversation_id
+from conversations.exceptions import LimitExceeded
+from conversations.models import Role
+from facts import selectors as fact_selectors
+from facts import services as fact_services
+from facts.api import serializers as fact_serializers
+from search import selectors as search_selectors
+from search.api import serializers as search_serializers
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+SERVER_ERROR = "The service failed to answer this call; it has been logged. Retry, and report it if it persists."
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    run: Callable[..., dict[str, Any]]
+    # Hints for clients that ask before a tool changes anything: reads nothing but the tenant's
+    # memory; removes something; calling it again with the same arguments changes nothing more.
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A tool's answer: the JSON document, and whether it is the API's error document."""
+
+    document: dict[str, Any]
+    is_error: bool = False
+
+
+# --- Argument schemas -------------------------------------------------------------------------------
+
+CONVERSATION_ID = {
+    "type": "string",
+    "pattern": f"^{conversation_serializers.CONVERSATION_ID_PATTERN}$",
+    "description": "The conversation's id, chosen by you (letters, digits and . _ @ = + -, starting with a letter "
+    "or digit). Appending to a new id creates the conversation.",
+}
+USER_ID = {"type": "string", "description": "The end user's id in your application (any non-blank text)."}
+FORMAT = {
+    "type": "string",
+    "enum": [name for name, _ in conversation_serializers.LLM_FORMATS],
+    "default": "openai",
+    "description": "The message format: openai (role, content, tool_calls, tool_call_id) or langchain (message dicts).",
+}
+MESSAGE = {
+    "type": "object",
+    "properties": {
+        "role": {"type": "string", "enum": list(Role.values)},
+        "content": {"type": ["string", "null"], "description": "The text; null only on an assistant message."},
+        "id": {
+            "type": "string",
+            "format": "uuid",
+            "description": "Your own id (a UUID): sending the same message again with it stores it once.",
+        },
+        "metadata": {"type": "object", "description": "Any JSON object, kept with the message."},
+        "name": {"type": "string"},
+        "tool_calls": {"type": "array", "items": {"type": "object"}, "description": "An assistant's OpenAI tool calls."},
+        "tool_call_id": {"type": "string", "description": "On a tool message: the call it answers."},
+        "created_at": {"type": "string", "format": "date-time", "description": "Defaults to the time of the write."},
+    },
+    "required": ["role", "content"],
+}
+
+
+def _schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+# --- The tools --------------------------------------------------------------------------------------
+
+
+def _string(value: Any, *, field: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError({field: ["Must be a string."]})
+    return value
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The arguments the caller gave (None: left to the endpoint's default)."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def append_messages(
+    *,
+    tenant: Tenant,
+    conversation_id: Any,
+    messages: Any,
+    user_id: Any = None,
+    agent_id: Any = None,
+) -> dict[str, Any]:
+    conversation_id = _new_conversation_id(_string(conversation_id, field="conversation_id"))
+    values = conversation_serializers.append_values(_given(messages=messages, user_id=user_id, agent_id=agent_id))
+    result = services.message_append(
+        tenant=tenant,
+        conversation_id=conversation_id,
+        messages=values["messages"],
+        user_id=values["user_id"],
+        agent_id=values["agent_id"],
+    )
+    return {
+        "conversation_id": conversation_id,
+        "created": result.created,
+        "messages": [message | {"conversation_id": conversation_id} for message in result.messages],
+    }
+
+
+def get_context(*, tenant: Tenant, conversation_id: Any, **options: Any) -> dict[str, Any]:
+    conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
+    serializer = conversation_serializers.ContextInSerializer(data=_given(**options))
+    serializer.is_valid(raise_exception=True)
+    values = serializer.validated_data
+    request = context.ContextRequest(
+        query=values.get("query"),
+        system_prompt=values.get("system_prompt") or None,
+        max_tokens=values.get("max_tokens") or tenant.setting("MEMORY_MAX_TOKENS"),
+        short_term_turns=values.get("short_term_turns", tenant.setting("MEMORY_SHORT_TERM_TURNS")),
+        long_term_turns=values.get("long_term_turns", tenant.setting("MEMORY_LONG_TERM_TURNS")),
+        compression_threshold=values.get("compression_threshold") or tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
+        format=values["format"],
+    )
+    try:
+        return selectors.conversation_context(
+            tenant=tenant,
+            conversation_id=conversation_id,
+            request=request,
+            use_memory=values["use_memory"],
+            top_k=values.get("top_k"),
+        )
+    except context.BudgetTooSmall as error:
+        raise LimitExceeded(
+            str(error), details={"field": "max_tokens", "size": error.needed, "limit": error.max_tokens}
+        ) from error
+
+
+def get_window(*, tenant: Tenant, conversation_id: Any, limit: Any = None, format: Any = None) -> dict[str, Any]:
+    conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
+    query = conversation_serializers.LlmWindowQuerySerializer(data=_given(limit=limit, format=format))
+    query.is_valid(raise_exception=True)
+    window = selectors.conversation_llm_window(
+        tenant=tenant,
+        conversation_id=conversation_id,
+        limit=query.validated_data.get("limit") or tenant.setting("MEMORY_MAX_TURNS_PROMPT"),
+        format=query.validated_data["format"],
+    )
+    return {
+        "conversation_id": conversation_id,
+        "format": query.validated_data["format"],
+        "messages": window.messages,
+        "count": len(window.messages),
+        "source": window.source,
+    }
+
+
+def search_memory(
+    *, tenant: Tenant, query: Any, user_id: Any = None, conversation_id: Any = None, **options: Any
+) -> dict[str, Any]:
+    if (user_id is None) == (conversation_id is None):
+        raise ValidationError("Send either user_id (all of the user's conversations) or conversation_id, not both.")
+    if conversation_id is not None:
+        conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
+    else:
+        user_id = _string(user_id, field="user_id")
+        options.setdefault("scope", "user")
+    parameters = search_serializers.SearchQuerySerializer(data={"q": query, **_given(**options)})
+    parameters.is_valid(raise_exception=True)
+    values = dict(parameters.validated_data)
+    text = values.pop("q")
+    request = search_selectors.SearchRequest.for_tenant(tenant, query=text, **values)
+    result = search_selectors.memory_search(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
+    return search_serializers.search_answer(text, result)
+
+
+def get_facts(*, tenant: Tenant, user_id: Any, limit: Any = None) -> dict[str, Any]:
+    user_id = _string(user_id, field="user_id")
+    query = fact_serializers.FactListQuerySerializer(data=_given(limit=limit))
+    query.is_valid(raise_exception=True)
+    facts = fact_selectors.facts_list(tenant=tenant, user_id=user_id, limit=query.validated_data.get("limit"))
+    return {
+        "user_id": user_id,
+        "facts": fact_serializers.FactOutSerializer(facts, many=True).data,
+        "total_tokens": sum(fact.token_count for fact in facts),
+    }
+
+
+def set_fact(*, tenant: Tenant, user_id: Any, key: Any, value: Any) -> dict[str, Any]:
+    serializer = fact_serializers.FactValueInSerializer(data={"value": value})
+    serializer.is_valid(raise_exception=True)
+    fact, created = fact_services.fact_set(
+        tenant=tenant,
+        user_id=_string(user_id, field="user_id"),
+        key=_string(key, field="key"),
+        value=serializer.validated_data["value"],
+    )
+    return {"user_id": user_id, "created": created, "fact": fact_serializers.FactOutSerializer(fact).data}
+
+
+def delete_fact(*, tenant: Tenant, user_id: Any, key: Any) -> dict[str, Any]:
+    user_id = _string(user_id, field="user_id")
+    fact_services.fact_delete(tenant=tenant, user_id=user_id, key=_string(key, field="key"))
+    return {"user_id": user_id, "key": fact_selectors.stored_key(key), "deleted": True}
+
+
+TOOLS = [
+    Tool(
+        name="append_messages",
+        description="Append messages to a conversation (created on first use). When this answers, the messages are "
+        "stored durably and in the conversation's window. Give each message your own UUID id: after any error, "
+        "calling again with the same ids stores each message once (error codes broker_unavailable, "
+        "write_indeterminate, idempotency_unknown say to retry later with the same ids).",
+        input_schema=_schema(
+            {
+                "conversation_id": CONVERSATION_ID,
+                "messages": {"type": "array", "items": MESSAGE, "minItems": 1, "description": "In order, oldest first."},
+                "user_id": {**USER_ID, "description": "The end user's id, recorded when the conversation is new."},
+                "agent_id": {"type": "string", "description": "Your agent's id, recorded when the conversation is new."},
+            },
+            required=["conversation_id", "messages"],
+        ),
+        run=append_messages,
+    ),
+    Tool(
+        name="get_context",
+        description="The messages to send to the LLM for this conversation within a token budget: the system prompt "
+        "(with a summary of older turns), the recent turns in full and the query last, with the figures behind them "
+        "(token counts, turns kept and summarized). With use_memory, the system message also carries the user's "
+        "facts, summaries and older messages relevant to the query.",
+        input_schema=_schema(
+            {
+                "conversation_id": CONVERSATION_ID,
+                "query": {"type": "string", "description": "The current user message, sent last."},
+                "system_prompt": {"type": "string"},
+                "max_tokens": {"type": "integer", "minimum": 1, "description": "The budget; default MEMORY_MAX_TOKENS."},
+                "short_term_turns": {"type": "integer", "minimum": 0, "description": "Turns kept in full."},
+                "long_term_turns": {"type": "integer", "minimum": 0, "description": "Older turns summarized."},
+                "compression_threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                "use_memory": {"type": "boolean", "default": False},
+                "top_k": {"type": "integer", "minimum": 1, "description": "With use_memory: relevant messages to find."},
+                "format": FORMAT,
+            },
+            required=["conversation_id"],
+        ),
+        run=get_context,
+        read_only=True,
+    ),
+    Tool(
+        name="get_window",
+        description="The conversation's newest messages in an LLM format, starting at a turn.",
+        input_schema=_schema(
+            {
+                "conversation_id": CONVERSATION_ID,
+                "limit": {"type": "integer", "minimum": 1, "description": "At most this many; default MEMORY_MAX_TURNS_PROMPT."},
+                "format": FORMAT,
+            },
+            required=["conversation_id"],
+        ),
+        run=get_window,
+        read_only=True,
+    ),
+    Tool(
+        name="search_memory",
+        description="Search past messages for the ones most relevant to a query, best first: all conversations of a "
+        "user (user_id), or one conversation (conversation_id; with scope auto, also the same user's other "
+        "conversations while it is short). Hybrid (semantic and keyword) by default.",
+        input_schema=_schema(
+            {
+                "query": {"type": "string", "description": "The words or question to search for."},
+                "user_id": USER_ID,
+                "conversation_id": CONVERSATION_ID,
+                "top_k": {"type": "integer", "minimum": 1, "description": "At most this many hits."},
+                "mode": {"type": "string", "enum": list(search_selectors.MODES)},
+                "scope": {"type": "string", "enum": list(search_selectors.SCOPES)},
+                "min_similarity": {"type": "number", "minimum": -1, "maximum": 1},
+            },
+            required=["query"],
+        ),
+        run=search_memory,
+        read_only=True,
+    ),
+    Tool(
+        name="get_facts",
+        description="The facts known about a user (key: value pairs such as preferences), most recently updated first.",
+        input_schema=_schema(
+            {"user_id": USER_ID, "limit": {"type": "integer", "minimum": 1, "description": "At most this many."}},
+            required=["user_id"],
+        ),
+        run=get_facts,
+        read_only=True,
+    ),
+    Tool(
+        name="set_fact",
+        description="Set one fact about a user (created, or its value replaced; the previous value is kept in the "
+        "fact's history). The value is text.",
+        input_schema=_schema(
+            {
+                "user_id": USER_ID,
+                "key": {"type": "string", "description": 'A short name such as "city" (no "/").'},
+                "value": {"type": "string", "description": "The fact's value, as text."},
+            },
+            required=["user_id", "key", "value"],
+        ),
+        run=set_fact,
+        idempotent=True,
+    ),
+    Tool(
+        name="delete_fact",
+        description="Delete one fact about a user (its history keeps the deleted value).",
+        input_schema=_schema(
+            {"user_id": USER_ID, "key": {"type": "string"}},
+            required=["user_id", "key"],
+        ),
+        run=delete_fact,
+        destructive=True,
+    ),
+]
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+# --- Calling a tool ---------------------------------------------------------------------------------
+
+
+def call(*, tenant: Tenant, name: str, arguments: dict[str, Any]) -> Outcome:
+    """Run the tool ``name`` for the tenant: its JSON answer, or the API's error document."""
+    try:
+        tool = TOOLS_BY_NAME.get(name)
+        if tool is None:
+            raise ValidationError({"name": [f"No tool is named {name!r}; the tools are {', '.join(TOOLS_BY_NAME)}."]})
+        _check_arguments(tool, arguments)
+        return Outcome(document=_plain(tool.run(tenant=tenant, **arguments)))
+    except Exception as error:  # every refusal the API would answer, and a failure it would log
+        return Outcome(document=error_document(error), is_error=True)
+
+
+def _check_arguments(tool: Tool, arguments: dict[str, Any]) -> None:
+    known = tool.input_schema["properties"]
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise ValidationError(
+            {name: [f"{tool.name} takes no argument {name!r}; it takes {', '.join(known)}."] for name in unknown}
+        )
+    missing = [name for name in tool.input_schema["required"] if arguments.get(name) is None]
+    if missing:
+        raise ValidationError({name: ["This argument is required."] for name in missing})
+
+
+def error_document(error: Exception) -> dict[str, Any]:
+    """``{"error": {"code", "message", "details", "status"[, "retry_after"]}}``, as the API answers it."""
+    response = errors.exception_handler(error, {})
+    if response is None:
+        logger.exception("mcp_tool_failed", error=str(error))
+        return {"error": {"code": "server_error", "message": SERVER_ERROR, "details": {}, "status": 500}}
+    document = _plain(response.data)
+    document["error"]["status"] = response.status_code
+    if response.has_header("Retry-After"):
+        document["error"]["retry_after"] = int(response["Retry-After"])
+    return document
+
+
+def _plain(document: Any) -> dict[str, Any]:
+    """The document as plain JSON values (datetimes, UUIDs and DRF's return types as the API renders them)."""
+    return json.loads(json.dumps(document, cls=JSONEncoder))
