@@ -60,6 +60,8 @@ facts:fact-detail                    DELETE   404     not found, nothing deleted
 facts:fact-history                   GET      404     not found (acme's user never had that key)
 mcp_server:mcp                       POST     200     a tool error not_found (get_context on globex's
                                                       conversation; tests/mcp_server: every tool)
+api-slashed-id:conversation-slashed-id  any   400     the refusal of a conversation id holding "/"
+                                                      (globex's id followed by "/part/"), nothing changed
 every route                          OPTIONS  200     the route's description; no tenant data
 ===================================  =======  ======  ==================================================
 
@@ -441,6 +443,8 @@ class Rule:
     answer: Callable[[Any, World], bool] | None = None
     # The row of acme's that the write created (checked after the queued writes are persisted).
     creates: Callable[[Tenant, World], bool] | None = None
+    # The path, for a route no identifiers reverse (the refusal of a conversation id holding "/").
+    path: Callable[[World], str] | None = None
 
 
 NOT_FOUND = Rule(404)
@@ -560,6 +564,16 @@ RULES: dict[tuple[str, str], Rule] = {
 }
 # OPTIONS describes a route (DRF's metadata), whatever its ids name.
 RULES.update({(endpoint.name, "OPTIONS"): Rule(200) for endpoint in ENDPOINTS if endpoint.method == "OPTIONS"})
+# Not a resource: the refusal of a conversation id holding "/" (globex's id followed by "/part/").
+SLASHED_ID = "api-slashed-id:conversation-slashed-id"
+RULES.update(
+    {
+        (SLASHED_ID, method): Rule(
+            200 if method == "OPTIONS" else 400, path=lambda world: f"/api/v1/conversations/{world.conversation_id}/part/window/"
+        )
+        for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -575,6 +589,10 @@ class Call:
 
 
 def call_for(endpoint: Endpoint, rule: Rule, world: World) -> Call:
+    if rule.path is not None:
+        return Call(
+            path=rule.path(world), query=rule.query(world) if rule.query else {}, body=rule.body(world) if rule.body else None
+        )
     missing = [name for name in endpoint.parameters if name not in world.identifiers]
     assert not missing, f"{endpoint}: the world has no identifier for the URL parameter(s) {missing}; add one to World"
     path = reverse(endpoint.name, kwargs={name: world.identifiers[name] for name in endpoint.parameters})
@@ -713,7 +731,11 @@ def test_writes_to_globexs_conversation_id_make_acmes_own_conversation_and_globe
 # --- The same ids in both tenants ----------------------------------------------------------------------
 
 # Reads: every GET, and the context (a POST that only reads).
-READS = [endpoint for endpoint in ENDPOINTS if endpoint.method == "GET" or endpoint.key == ("api:conversation-context", "POST")]
+READS = [
+    endpoint
+    for endpoint in ENDPOINTS
+    if (endpoint.method == "GET" or endpoint.key == ("api:conversation-context", "POST")) and endpoint.name != SLASHED_ID
+]
 # Reads that answer no tenant content at all.
 NO_TENANT_CONTENT = {"api:root", "api:status"}
 
