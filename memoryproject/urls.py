@@ -29,6 +29,7 @@ urlpatterns = [
     path("api/v1/", include("summaries.api.urls")),
     path("api/v1/", include("facts.api.urls")),
     path("api/v1/", include("chat.api.urls")),
+    path("api/v1/", include("store.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),
     path(
         "api/docs/",

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "summaries",
     "facts",
     "chat",
+    "store",
 ]
 
 # Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
@@ -304,6 +305,7 @@ MEMORY_MAX_CONTENT_CHARS = env.int("MEMORY_MAX_CONTENT_CHARS", default=100_000)
 MEMORY_MAX_METADATA_BYTES = env.int("MEMORY_MAX_METADATA_BYTES", default=16_384)
 MEMORY_MAX_MEMORY_BYTES = env.int("MEMORY_MAX_MEMORY_BYTES", default=1_048_576)
 MEMORY_MAX_CHECKPOINT_BYTES = env.int("MEMORY_MAX_CHECKPOINT_BYTES", default=1_048_576)
+MEMORY_MAX_STORE_VALUE_BYTES = env.int("MEMORY_MAX_STORE_VALUE_BYTES", default=262_144)  # one LangGraph store item, as JSON
 MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
 MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
 MEMORY_MAX_ID_LENGTH = min(200, env.int("MEMORY_MAX_ID_LENGTH", default=200))  # the column holds 200
