@@ -51,7 +51,7 @@ TABLE = StoreItem._meta.db_table
 
 # BM25 (as ``search.ranking.BM25_SQL``: Lucene's k1 1.2, b 0.75) over the searchable text of the
 # candidate items; the document length is the text's token count.
-BM25_SQL = f"""
+BM25_SQL = """
 WITH query_terms AS (
     SELECT array_agg(DISTINCT lexeme) AS terms
     FROM unnest(to_tsvector('english'::regconfig, %(query)s))
@@ -61,7 +61,7 @@ query AS MATERIALIZED (
     FROM query_terms
 ),
 scope AS MATERIALIZED (
-    SELECT id, token_count, indexed_text FROM {TABLE}
+    SELECT id, token_count, indexed_text FROM store_items
     WHERE tenant_id = %(tenant)s AND id = ANY(%(candidates)s) AND indexed_text <> ''
 ),
 stats AS MATERIALIZED (
@@ -174,7 +174,7 @@ def _under(*, tenant: Tenant, namespace_prefix: tuple[str, ...], filter: dict[st
         items = items.filter(**{f"namespace__0_{len(namespace_prefix)}": list(namespace_prefix)})
     if filter:
         sql, params = filter_sql(filter)
-        items = items.filter(RawSQL(sql, params, output_field=BooleanField()))
+        items = items.filter(RawSQL(sql, params, output_field=BooleanField()))  # noqa: S611 - fixed SQL; values are parameters
     first_of_namespace = (
         StoreItem.objects.for_tenant(tenant)
         .filter(namespace=OuterRef("namespace"))
@@ -208,9 +208,7 @@ def items_search(
     order = [entry.key for entry in ranked] + [key for key in candidates if key not in scores]
     page = order[offset : offset + limit]
     rows = {item.pk: item for item in StoreItem.objects.for_tenant(tenant).filter(pk__in=page).defer("embedding", "indexed_text")}
-    return [
-        Hit(item=rows[key], score=None if key not in scores else round(scores[key], 6)) for key in page if key in rows
-    ]
+    return [Hit(item=rows[key], score=None if key not in scores else round(scores[key], 6)) for key in page if key in rows]
 
 
 def _ranked(*, tenant: Tenant, candidates: list[int], query: str, top_k: int) -> list[ranking.Ranked]:
@@ -276,7 +274,7 @@ def namespaces_list(
     shown_params = [] if max_depth is None else [max_depth]
     # COLLATE "C": labels compare by code point, as Python compares the tuples InMemoryStore sorts.
     sql = (
-        f"SELECT DISTINCT {shown} COLLATE \"C\" AS shown FROM {TABLE} WHERE {' AND '.join(conditions)} "  # noqa: S608 - fixed SQL
+        f'SELECT DISTINCT {shown} COLLATE "C" AS shown FROM {TABLE} WHERE {" AND ".join(conditions)} '  # noqa: S608 - fixed SQL
         "ORDER BY shown LIMIT %s OFFSET %s"
     )
     with connection.cursor() as cursor:

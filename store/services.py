@@ -174,7 +174,7 @@ def check_value(value: Any, *, field: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise _invalid(field, f"a store value is a JSON object, not {_json_type(value)}; wrap it, e.g. {{\"value\": ...}}.")
+        raise _invalid(field, f'a store value is a JSON object, not {_json_type(value)}; wrap it, e.g. {{"value": ...}}.')
     value = storable_json(value, field=field)
     size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
     limit = settings.MEMORY_MAX_STORE_VALUE_BYTES
@@ -239,9 +239,7 @@ def _check_count(value: Any, *, field: str, default: int, minimum: int = 0, limi
 
 
 def _check_page(body: dict[str, Any], *, field: str, default_limit: int) -> tuple[int, int]:
-    limit = _check_count(
-        body.get("limit"), field=f"{field}.limit", default=default_limit, limit=settings.MEMORY_MAX_PAGE_SIZE
-    )
+    limit = _check_count(body.get("limit"), field=f"{field}.limit", default=default_limit, limit=settings.MEMORY_MAX_PAGE_SIZE)
     offset = _check_count(body.get("offset"), field=f"{field}.offset", default=0, limit=max_page_depth() - limit)
     return limit, offset
 

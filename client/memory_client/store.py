@@ -87,7 +87,10 @@ class ServiceStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         operations = [self._operation(op) for op in ops]
-        return [self._result(answer, operation) for answer, operation in zip(self.client.store_batch(operations), operations, strict=True)]
+        return [
+            self._result(answer, operation)
+            for answer, operation in zip(self.client.store_batch(operations), operations, strict=True)
+        ]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         operations = [self._operation(op) for op in ops]

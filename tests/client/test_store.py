@@ -26,12 +26,12 @@ from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
-
 from memory_client import MemoryServiceError
 from memory_client.store import ServiceStore
+
 from store.models import StoreItem
-from tests.client.conftest import LiveService
 from tenants import services as tenant_services
+from tests.client.conftest import LiveService
 from tests.search.fakes import DIMENSIONS, HashedWordsEmbeddings
 
 # Committed rows: the live service must see the tenant and key that the ``store`` fixture asks for late.
@@ -75,12 +75,22 @@ def test_put_get_overwrite_and_delete(store: BaseStore) -> None:
 
     assert (first.namespace, first.key, first.value) == (("users", "42"), "prefs", {"theme": "dark"})
     assert second.value == {"theme": "light", "size": 3}
-    assert second.updated_at >= first.updated_at and first.created_at.tzinfo is not None
+    assert second.updated_at >= first.updated_at
+    assert first.created_at.tzinfo is not None
     assert store.get(("users", "42"), "prefs") is None
     assert store.get(("users", "43"), "prefs") is None
 
 
-NAMESPACES = [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"), ("a", "c", "f"), ("a-b",), ("Z",), ("é",)]
+NAMESPACES = [
+    ("a", "b", "c"),
+    ("a", "b", "d", "e"),
+    ("a", "b", "d", "i"),
+    ("a", "b", "f"),
+    ("a", "c", "f"),
+    ("a-b",),
+    ("Z",),
+    ("é",),
+]
 
 
 def test_namespaces_are_listed_alike(store: BaseStore) -> None:
@@ -213,7 +223,8 @@ def test_a_query_ranks_the_item_that_answers_it_first_with_descending_scores(sto
         found = store.search(("memories",), query=query, limit=4)
         scores = [item.score for item in found]
         assert found[0].key == answer, (query, keys(found))
-        assert all(score is not None for score in scores) and scores == sorted(scores, reverse=True)
+        assert all(score is not None for score in scores)
+        assert scores == sorted(scores, reverse=True)
         assert "hidden" not in keys(found)  # not indexed: never ranked above the indexed items
 
 
@@ -305,7 +316,8 @@ def test_the_service_refuses_what_it_cannot_store_naming_it_and_writes_nothing(s
 
     assert (not_an_object.value.status, not_an_object.value.code) == (400, "validation_error")
     assert not_an_object.value.details["field"] == "operations[1].value"
-    assert dotted.value.details["field"] == "operations[0].namespace[1]" and "period" in dotted.value.message
+    assert dotted.value.details["field"] == "operations[0].namespace[1]"
+    assert "period" in dotted.value.message
     assert empty_label.value.details["field"] == "operations[0].namespace[1]"
     assert (oversize.value.status, oversize.value.code) == (400, "limit_exceeded")
     assert "MEMORY_MAX_STORE_VALUE_BYTES" in oversize.value.message

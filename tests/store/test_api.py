@@ -278,7 +278,8 @@ def test_a_query_ranks_the_item_that_answers_it_first_with_descending_scores(api
     assert holidays[0]["key"] == "5"
     for found in (pets, job, holidays):
         scores = [item["score"] for item in found if item["score"] is not None]
-        assert scores == sorted(scores, reverse=True) and scores
+        assert scores == sorted(scores, reverse=True)
+        assert scores
         # the item that is not indexed is never ranked, only listed after the ranked ones
         assert [item["score"] for item in found if item["key"] == "4"] == [None]
     assert hiking[0]["key"] != "5" or hiking[0]["score"] is not None  # "title" only is indexed for 5
@@ -373,13 +374,16 @@ def test_the_plain_routes_put_read_search_list_and_delete_an_item(api, other_api
     deleted_again = api.delete(f"{ITEMS}?namespace=users&namespace=7&key=prefs")
     missing = api.get(ITEMS, address)
 
-    assert written.status_code == 200 and written.json()["value"] == {"theme": "dark"}
-    assert read.status_code == 200 and read.json()["namespace"] == ["users", "7"]
+    assert written.status_code == 200
+    assert written.json()["value"] == {"theme": "dark"}
+    assert read.status_code == 200
+    assert read.json()["namespace"] == ["users", "7"]
     assert [item["key"] for item in found.json()["items"]] == ["prefs"]
     assert listed.json() == {"namespaces": [["users", "7"]]}
     assert elsewhere.status_code == 404
     assert (deleted.status_code, deleted_again.status_code) == (204, 204)
-    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
 
 
 def test_the_schema_describes_the_store_routes(api):
