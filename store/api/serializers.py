@@ -18,11 +18,11 @@ OPERATIONS_HELP = (
 )
 
 
-class BatchInSerializer(serializers.Serializer):
+class StoreBatchInSerializer(serializers.Serializer):
     operations = serializers.ListField(child=serializers.DictField(), help_text=OPERATIONS_HELP)
 
 
-class PutInSerializer(serializers.Serializer):
+class StorePutInSerializer(serializers.Serializer):
     namespace = serializers.ListField(child=serializers.CharField(), help_text='The item\'s namespace, e.g. ["users", "42"].')
     key = serializers.CharField()
     value = serializers.DictField(help_text="A JSON object.")
@@ -30,7 +30,7 @@ class PutInSerializer(serializers.Serializer):
     ttl = serializers.FloatField(required=False, allow_null=True, help_text="Minutes to live; null: never expires.")
 
 
-class SearchInSerializer(serializers.Serializer):
+class StoreSearchInSerializer(serializers.Serializer):
     namespace_prefix = serializers.ListField(child=serializers.CharField(), required=False)
     query = serializers.CharField(required=False, allow_null=True, help_text="Ranks the items (hybrid search) when given.")
     filter = serializers.DictField(required=False, allow_null=True, help_text="Value fields: a value or {$eq,$ne,$gt,...}.")
@@ -39,12 +39,7 @@ class SearchInSerializer(serializers.Serializer):
     refresh_ttl = serializers.BooleanField(required=False)
 
 
-class ItemQuerySerializer(serializers.Serializer):
-    namespace = serializers.ListField(child=serializers.CharField(), help_text="Repeat for each label, in order.")
-    key = serializers.CharField(allow_blank=True)
-
-
-class NamespacesQuerySerializer(serializers.Serializer):
+class StoreNamespacesQuerySerializer(serializers.Serializer):
     prefix = serializers.ListField(child=serializers.CharField(), required=False, help_text='Repeat per label; "*" is any.')
     suffix = serializers.ListField(child=serializers.CharField(), required=False, help_text='Repeat per label; "*" is any.')
     max_depth = serializers.IntegerField(required=False, min_value=1)
@@ -52,7 +47,7 @@ class NamespacesQuerySerializer(serializers.Serializer):
     offset = serializers.IntegerField(required=False, min_value=0)
 
 
-class ItemOutSerializer(serializers.Serializer):
+class StoreItemOutSerializer(serializers.Serializer):
     namespace = serializers.ListField(child=serializers.CharField())
     key = serializers.CharField()
     value = serializers.DictField()
@@ -61,19 +56,19 @@ class ItemOutSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True, help_text="When the item expires; null: never.")
 
 
-class SearchItemOutSerializer(ItemOutSerializer):
+class StoreSearchItemOutSerializer(StoreItemOutSerializer):
     score = serializers.FloatField(allow_null=True, help_text="The fused ranking score, best first; null without a query.")
 
 
-class SearchOutSerializer(serializers.Serializer):
-    items = SearchItemOutSerializer(many=True)
+class StoreSearchOutSerializer(serializers.Serializer):
+    items = StoreSearchItemOutSerializer(many=True)
 
 
-class NamespacesOutSerializer(serializers.Serializer):
+class StoreNamespacesOutSerializer(serializers.Serializer):
     namespaces = serializers.ListField(child=serializers.ListField(child=serializers.CharField()))
 
 
-class BatchOutSerializer(serializers.Serializer):
+class StoreBatchOutSerializer(serializers.Serializer):
     results = serializers.ListField(
         child=serializers.JSONField(),
         help_text="One per operation, in order: an item or null (get), items with scores (search), null (put, delete), "
@@ -82,7 +77,7 @@ class BatchOutSerializer(serializers.Serializer):
 
 
 def item_json(item: StoreItem) -> dict[str, Any]:
-    return ItemOutSerializer(item).data
+    return StoreItemOutSerializer(item).data
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:

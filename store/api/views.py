@@ -43,8 +43,8 @@ def _item_address(request: Request) -> dict[str, Any]:
 class StoreBatchView(TenantAPIView):
     @extend_schema(
         operation_id="store_batch",
-        request=serializers.BatchInSerializer,
-        responses=serializers.BatchOutSerializer,
+        request=serializers.StoreBatchInSerializer,
+        responses=serializers.StoreBatchOutSerializer,
         description="Run a batch of store operations in order, in one transaction, and answer one result per "
         "operation. Any refused operation refuses the whole batch (400 naming operations[i] and its field); a 2xx "
         "means every write is stored.",
@@ -66,7 +66,7 @@ class StoreItemView(TenantAPIView):
     @extend_schema(
         operation_id="store_item_retrieve",
         parameters=[*ADDRESS, OpenApiParameter("refresh_ttl", bool, description="Start its TTL again (default true).")],
-        responses=serializers.ItemOutSerializer,
+        responses=serializers.StoreItemOutSerializer,
         description="One item; 404 when there is none (or it expired).",
     )
     def get(self, request: Request) -> Response:
@@ -78,8 +78,8 @@ class StoreItemView(TenantAPIView):
 
     @extend_schema(
         operation_id="store_item_put",
-        request=serializers.PutInSerializer,
-        responses=serializers.ItemOutSerializer,
+        request=serializers.StorePutInSerializer,
+        responses=serializers.StoreItemOutSerializer,
         description="Create or replace the item (an upsert by namespace and key).",
     )
     def put(self, request: Request) -> Response:
@@ -103,8 +103,8 @@ class StoreItemView(TenantAPIView):
 class StoreSearchView(TenantAPIView):
     @extend_schema(
         operation_id="store_search",
-        request=serializers.SearchInSerializer,
-        responses=serializers.SearchOutSerializer,
+        request=serializers.StoreSearchInSerializer,
+        responses=serializers.StoreSearchOutSerializer,
         description="Items under a namespace prefix that pass the filter: ranked by hybrid search (BM25 and "
         "embeddings, fused by reciprocal rank) when a query is given, else in the order they were first written.",
     )
@@ -117,8 +117,8 @@ class StoreSearchView(TenantAPIView):
 class StoreNamespacesView(TenantAPIView):
     @extend_schema(
         operation_id="store_namespaces_list",
-        parameters=[serializers.NamespacesQuerySerializer],
-        responses=serializers.NamespacesOutSerializer,
+        parameters=[serializers.StoreNamespacesQuerySerializer],
+        responses=serializers.StoreNamespacesOutSerializer,
         description="The namespaces holding items, sorted, cut to max_depth labels.",
     )
     def get(self, request: Request) -> Response:
