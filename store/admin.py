@@ -3,8 +3,8 @@
 Scoped like every tenant-owned admin (``TenantScopedAdmin``): staff of a tenant see that tenant's
 items only. Items are created by agents through the API, so the admin never adds one. Editing the
 value and the TTL goes through ``services.store_batch`` as a put, so the searchable text and its
-vector follow the new value and the value passes the same rules as through the API (the item keeps
-the whole value as its searchable text unless it was not indexed). Deleting goes through it too.
+vector follow the new value (indexed as the item was put: not at all, the whole value, or the same
+field paths) and the value passes the same rules as through the API. Deleting goes through it too.
 """
 
 import json
@@ -63,6 +63,7 @@ class StoreItemAdmin(TenantScopedAdmin):
         "created_at",
         "updated_at",
         "searchable_text",
+        "index_paths",
         "embedding_model",
     )
     readonly_fields = (
@@ -73,6 +74,7 @@ class StoreItemAdmin(TenantScopedAdmin):
         "created_at",
         "updated_at",
         "searchable_text",
+        "index_paths",
         "embedding_model",
     )
 
@@ -93,7 +95,7 @@ class StoreItemAdmin(TenantScopedAdmin):
             namespace=tuple(obj.namespace),
             key=obj.key,
             value=obj.value,
-            index=False if not obj.indexed_text else None,
+            index=obj.index_paths if obj.indexed else False,
             ttl=obj.ttl_minutes,
         )
         services.store_batch(tenant=obj.tenant, operations=[put])

@@ -5,7 +5,8 @@ matches, and the truncation of ``list_namespaces(max_depth=)``, compare whole la
 dotted string split again). ``(tenant, namespace, key)`` is unique: a put is an upsert, which keeps
 the row (its id, hence its place in an unranked search, and its ``created_at``).
 
-``indexed_text`` is what search ranks the item by ("" when the item is not indexed), with its token
+``indexed_text`` is what search ranks the item by ("" when the item is not indexed), made from the
+whole value or the field paths ``index_paths`` (kept, so that an edit re-indexes alike), with its token
 count for BM25 and its vector (unit float32, little-endian) under ``embedding_model``. ``ttl_minutes``
 is the item's time to live, counted again from each write and each read that refreshes it;
 ``expires_at`` is when it ends (null: never). An expired item is never answered, and is deleted by
@@ -27,6 +28,9 @@ class StoreItem(models.Model):
     namespace = ArrayField(models.TextField())
     key = models.TextField()
     value = models.JSONField()
+    # How the item was indexed when put: not at all, the whole value (no paths), or these paths.
+    indexed = models.BooleanField(default=True)
+    index_paths = ArrayField(models.TextField(), null=True, blank=True)
     indexed_text = models.TextField(blank=True, default="")
     token_count = models.PositiveIntegerField(default=0)
     embedding = models.BinaryField(null=True, blank=True)
