@@ -31,8 +31,8 @@ both answer 400 ``details.field`` naming the operation and its field, e.g. ``ope
 
 TTL: a put with ``ttl`` expires that many minutes after the write; a get or search with
 ``refresh_ttl`` (the default) starts the item's time again. An expired item is never answered,
-listed or counted. The sweep is lazy: every batch that writes also deletes up to ``SWEEP_BATCH``
-of the tenant's expired items, and ``store_sweep`` deletes every tenant's (for a periodic task).
+listed or counted. Expired items are swept twice over: every batch that writes also deletes up to
+``SWEEP_BATCH`` of the tenant's, and ``store_sweep`` (Celery beat, every five minutes) every tenant's.
 
 Embeddings of the items put are computed before the transaction, in one call to the tenant's
 embedding model (``MEMORY_EMBEDDING_MODEL``); a model that cannot answer leaves the items findable
@@ -552,10 +552,21 @@ def store_batch(*, tenant: Tenant, operations: list[Operation]) -> list[Any]:
 
 
 def store_sweep() -> int:
-    """Delete every tenant's expired items (the periodic side of the sweep); returns how many went."""
-    with connection.cursor() as cursor:
-        # Every tenant's rows: the sweep is maintenance across tenants, like the retention sweep.
-        cursor.execute("DELETE FROM store_items WHERE expires_at IS NOT NULL AND expires_at <= %s", [timezone.now()])
-        deleted = cursor.rowcount
+    """Delete every tenant's expired items (the periodic side of the sweep, ``store.tasks``), a bounded
+    batch per statement; returns how many went."""
+    now = timezone.now()
+    deleted = 0
+    while True:
+        with connection.cursor() as cursor:
+            # Every tenant's rows: the sweep is maintenance across tenants, like the retention sweep.
+            cursor.execute(
+                "DELETE FROM store_items WHERE id IN (SELECT id FROM store_items "
+                "WHERE expires_at IS NOT NULL AND expires_at <= %s LIMIT %s)",
+                [now, SWEEP_BATCH * 10],
+            )
+            swept = cursor.rowcount
+        deleted += swept
+        if swept < SWEEP_BATCH * 10:
+            break
     logger.info("store_swept", deleted=deleted)
     return deleted

@@ -237,6 +237,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Conversations idle for longer than their tenant's MEMORY_RETENTION_DAYS.
     "retention-sweep": {"task": "conversations.tasks.retention_sweep", "schedule": 3600.0},
+    # LangGraph store items past their TTL (each write also sweeps its tenant's).
+    "store-ttl-sweep": {"task": "store.tasks.store_sweep", "schedule": 300.0},
 }
 
 # --- REST framework ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from langgraph.store.memory import _compare_values
 
-from store import services
+from store import tasks
 from store.models import StoreItem
 from tenants.managers import TenantScopeError
 
@@ -331,7 +331,7 @@ def test_the_periodic_sweep_deletes_every_tenants_expired_items(api, other_api, 
     batch(other_api, put(["t"], "a", {"n": 1}, ttl=1), put(["t"], "b", {"n": 1}))
     frozen_now.advance(minutes=2)
 
-    assert services.store_sweep() == 2
+    assert tasks.store_sweep.apply().get() == 2
     assert StoreItem.objects.for_tenant(tenant).count() == 0
     assert list(StoreItem.objects.for_tenant(other_tenant).values_list("key", flat=True)) == ["b"]
 
@@ -391,3 +391,7 @@ def test_the_schema_describes_the_store_routes(api):
     assert schema.status_code == 200
     paths = schema.json()["paths"]
     assert {"/api/v1/store/batch/", "/api/v1/store/items/", "/api/v1/store/search/", "/api/v1/store/namespaces/"} <= set(paths)
+
+
+def test_the_sweep_runs_on_celery_beat(settings):
+    assert settings.CELERY_BEAT_SCHEDULE["store-ttl-sweep"]["task"] == tasks.store_sweep.name == "store.tasks.store_sweep"
