@@ -30,18 +30,20 @@ class StoreItemForm(StorableModelForm):
         model = StoreItem
         fields = ("value", "ttl_minutes")
 
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+    def clean_value(self) -> dict[str, Any]:
+        value = self.cleaned_data.get("value")
+        if value is None:
+            raise forms.ValidationError("A value is required: delete the item to remove it.")
         try:
-            cleaned["value"] = services.check_value(cleaned.get("value"), field="value")
-            if cleaned["value"] is None:
-                raise forms.ValidationError({"value": "A value is required: delete the item to remove it."})
-            ttl = cleaned.get("ttl_minutes")
-            if ttl is not None and not 0 < ttl <= services.MAX_TTL_MINUTES:
-                raise forms.ValidationError({"ttl_minutes": f"Between 0 and {services.MAX_TTL_MINUTES} minutes, or empty."})
+            return services.check_value(value, field="value")
         except MemoryServiceError as error:
-            raise forms.ValidationError({"value": error.message}) from None
-        return cleaned
+            raise forms.ValidationError(error.message) from None
+
+    def clean_ttl_minutes(self) -> float | None:
+        ttl = self.cleaned_data.get("ttl_minutes")
+        if ttl is not None and not 0 < ttl <= services.MAX_TTL_MINUTES:
+            raise forms.ValidationError(f"Minutes to live: above 0 and at most {services.MAX_TTL_MINUTES}, or empty.")
+        return ttl
 
 
 @admin.register(StoreItem)

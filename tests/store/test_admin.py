@@ -104,3 +104,13 @@ def test_an_edit_indexes_the_item_as_it_was_put(store_operator, tenant):
     assert (titled.indexed_text, titled.index_paths) == ("Dolomites", ["title"])
     assert hidden.value == {"text": "still secret"}
     assert (hidden.indexed_text, hidden.indexed) == ("", False)
+
+
+def test_a_ttl_that_is_not_positive_is_refused(store_operator, items):
+    item = items["acme-timed"]
+    answer = store_operator.post(f"{ITEMS}{item.pk}/change/", {"value": '{"text": "Lisbon"}', "ttl_minutes": "-3"})
+
+    assert answer.status_code == 200
+    assert "above 0" in answer.content.decode()
+    item.refresh_from_db()
+    assert item.ttl_minutes == 60
