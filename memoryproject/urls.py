@@ -30,6 +30,7 @@ urlpatterns = [
     path("api/v1/", include("summaries.api.urls")),
     path("api/v1/", include("facts.api.urls")),
     path("api/v1/", include("chat.api.urls")),
+    path("api/v1/", include("store.api.urls")),
     path("api/v1/", include("mcp_server.api.urls")),
     path("api/v1/", include((urls.slashed_id_urlpatterns, "api"), namespace="api-slashed-id")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),

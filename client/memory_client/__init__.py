@@ -9,6 +9,7 @@
 * :mod:`memory_client.langchain`: ``ServiceChatMessageHistory`` for ``RunnableWithMessageHistory``.
 * :mod:`memory_client.langgraph`: ``ServiceCheckpointSaver``, a LangGraph checkpointer.
 * :mod:`memory_client.agents`: ``ServiceMemoryMiddleware``, memory for ``create_agent`` agents.
+* :mod:`memory_client.store`: ``ServiceStore``, LangGraph's long-term memory store (``BaseStore``).
 
 Importing this package loads httpx only; the LangChain and LangGraph modules load their libraries.
 """

@@ -1350,3 +1350,26 @@ class MemoryClient:
         if call.missing_ok and isinstance(error, NotFound) and error.code == "not_found":
             return _MISSING
         raise error
+
+    # --- store ----------------------------------------------------------------------------------
+
+    def store_batch(self, operations: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Run LangGraph store operations (``{"op": "get" | "search" | "put" | "delete" |
+        "list_namespaces", ...}``) in order; one result per operation. They are sent ``MAX_BATCH`` at
+        a time, each request one transaction of the service. Safe to repeat: a put is an upsert and
+        deleting a missing item is a no-op. ``memory_client.store.ServiceStore`` is the LangGraph
+        ``BaseStore`` over this."""
+        results: list[Any] = []
+        for batch in _chunks(operations):
+            results.extend(self._send(self._store_batch_call(batch))["results"])
+        return results
+
+    async def astore_batch(self, operations: Sequence[Mapping[str, Any]]) -> list[Any]:
+        results: list[Any] = []
+        for batch in _chunks(operations):
+            results.extend((await self._asend(self._store_batch_call(batch)))["results"])
+        return results
+
+    @staticmethod
+    def _store_batch_call(operations: list[Mapping[str, Any]]) -> _Call:
+        return _Call("POST", f"{API_PREFIX}/store/batch/", body={"operations": operations})

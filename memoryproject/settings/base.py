@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "facts",
     "chat",
     "mcp_server",
+    "store",
 ]
 
 # Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
@@ -237,6 +238,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Conversations idle for longer than their tenant's MEMORY_RETENTION_DAYS.
     "retention-sweep": {"task": "conversations.tasks.retention_sweep", "schedule": 3600.0},
+    # LangGraph store items past their TTL (each write also sweeps its tenant's).
+    "store-ttl-sweep": {"task": "store.tasks.store_sweep", "schedule": 300.0},
 }
 
 # --- REST framework ------------------------------------------------------------------------------
@@ -307,6 +310,7 @@ MEMORY_MAX_METADATA_BYTES = env.int("MEMORY_MAX_METADATA_BYTES", default=16_384)
 MEMORY_MAX_ARTIFACT_BYTES = env.int("MEMORY_MAX_ARTIFACT_BYTES", default=262_144)
 MEMORY_MAX_MEMORY_BYTES = env.int("MEMORY_MAX_MEMORY_BYTES", default=1_048_576)
 MEMORY_MAX_CHECKPOINT_BYTES = env.int("MEMORY_MAX_CHECKPOINT_BYTES", default=1_048_576)
+MEMORY_MAX_STORE_VALUE_BYTES = env.int("MEMORY_MAX_STORE_VALUE_BYTES", default=262_144)  # one LangGraph store item, as JSON
 MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
 MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
 MEMORY_MAX_ID_LENGTH = min(200, env.int("MEMORY_MAX_ID_LENGTH", default=200))  # the column holds 200

@@ -99,6 +99,7 @@ from conversations.models import CacheRepair, Conversation, Message
 from conversations.services import dead_letter_record
 from facts.models import UserFact
 from search.services import conversation_embed
+from store.models import StoreItem
 from summaries.services import summary_create_now
 from tenants import services as tenant_services
 from tenants.models import Tenant, TenantApiKey
@@ -183,6 +184,8 @@ def tenant_world(tenant: Tenant, *, number: int, message_ids: list[str] | None =
                 "checkpoint metadata",
                 "checkpoint write",
                 "fact value",
+                "store namespace",
+                "store value",
                 "fact old value",
                 "other fact value",
                 "agent",
@@ -256,6 +259,9 @@ def tenant_world(tenant: Tenant, *, number: int, message_ids: list[str] | None =
     ok(client.put(f"{facts}{world.fact_key}/", {"value": marks["fact old value"]}, format="json"))
     ok(client.put(f"{facts}{world.fact_key}/", {"value": marks["fact value"]}, format="json"))
     ok(client.post(facts, {"facts": {"home_city": marks["other fact value"]}}, format="json"))
+    # A LangGraph store item, its namespace a marker too (namespace listings answer nothing else).
+    store_item = {**store_address(world), "value": {"text": f"{world.search_words} {marks['store value']}"}}
+    ok(client.put("/api/v1/store/items/", store_item, format="json"))
     # An erased conversation leaves its tombstone.
     ok(client.post(f"{conversations}erased-{number}/messages/", {"role": "user", "content": "gone"}, format="json"))
     run_queued_tasks()
@@ -480,6 +486,15 @@ def _acme_fact_saved(tenant: Tenant, world: World) -> bool:
     return UserFact.objects.for_tenant(tenant).filter(user_id=world.user_id, key=world.fact_key, value=OWN_TEXT).exists()
 
 
+def store_address(world: World) -> dict[str, Any]:
+    return {"namespace": ["memories", world.markers["store namespace"]], "key": world.fact_key}
+
+
+def _acme_store_item_saved(tenant: Tenant, world: World) -> bool:
+    address = store_address(world)
+    return StoreItem.objects.for_tenant(tenant).filter(**address, value={"text": OWN_TEXT}).exists()
+
+
 def _nothing_erased(body: Any, world: World) -> bool:
     return body["user_id"] == world.user_id and all(value == 0 for name, value in body.items() if name.endswith("_erased"))
 
@@ -561,6 +576,28 @@ RULES: dict[tuple[str, str], Rule] = {
         },
         answer=lambda body, world: body["result"]["structuredContent"]["error"]["code"] == "not_found",
     ),
+    ("store:store-batch", "POST"): Rule(
+        200,
+        body=lambda world: {
+            "operations": [
+                {"op": "get", **store_address(world)},
+                {"op": "search", "namespace_prefix": [], "query": world.search_words},
+                {"op": "list_namespaces"},
+            ]
+        },
+        answer=lambda body, world: body["results"] == [None, [], []],
+    ),
+    ("store:store-item", "GET"): Rule(404, query=store_address),
+    ("store:store-item", "PUT"): Rule(
+        200, body=lambda world: {**store_address(world), "value": {"text": OWN_TEXT}}, creates=_acme_store_item_saved
+    ),
+    ("store:store-item", "DELETE"): Rule(204, query=lambda world: {"namespace": "memories", "key": world.fact_key}),
+    ("store:store-search", "POST"): Rule(
+        200,
+        body=lambda world: {"namespace_prefix": [], "query": world.search_words},
+        answer=lambda body, world: body["items"] == [],
+    ),
+    ("store:store-namespaces", "GET"): Rule(200, answer=lambda body, world: body["namespaces"] == []),
 }
 # OPTIONS describes a route (DRF's metadata), whatever its ids name.
 RULES.update({(endpoint.name, "OPTIONS"): Rule(200) for endpoint in ENDPOINTS if endpoint.method == "OPTIONS"})

@@ -1,0 +1,176 @@
+"""``ServiceStore``: LangGraph's long-term memory store (``BaseStore``) kept by the memory service.
+
+Give it to a graph or an agent (``create_agent(..., store=ServiceStore(...))``,
+``graph.compile(store=...)``); tools and nodes reach it as ``runtime.store`` or
+``langgraph.config.get_store()``. Every ``BaseStore`` method (``get``, ``put``, ``delete``,
+``search``, ``list_namespaces`` and their ``a`` forms) goes through ``batch``/``abatch``, which send
+the operations to the service's ``store/batch/`` endpoint, at most ``MAX_BATCH`` per request, each
+request run in order in one transaction (a later operation sees an earlier one's write).
+
+What the service does, and how it differs from ``InMemoryStore``:
+
+* Items are durable once a call returns, and shared by every process with a key of the tenant;
+  another tenant's items are never visible.
+* ``search`` without a query answers items in the order they were first written, namespace by
+  namespace (as ``InMemoryStore``); with a query, the service's hybrid ranking (BM25 and its own
+  embedding model, fused by reciprocal rank) over each item's searchable text, ``score`` best first.
+  ``index`` on ``put``: ``False`` not searchable by a query, a list of field paths, or (``None``)
+  this store's ``index={"fields": [...]}``, else the whole value. The service embeds: there is no
+  ``embed`` or ``dims`` to configure here.
+* Filters: equality (a value, or ``$eq``), ``$ne``, and ``$gt``, ``$gte``, ``$lt``, ``$lte`` on numbers.
+* TTL is supported (``supports_ttl``): ``ttl`` in minutes on ``put`` (``ttl={"default_ttl": ...}``
+  for every put), refreshed by reads unless ``refresh_ttl=False`` (``ttl={"refresh_on_read": False}``
+  changes the default). An expired item is never answered; the service deletes it.
+* A namespace label is a non-empty string without "."; a value is a JSON object within the
+  service's ``MEMORY_MAX_STORE_VALUE_BYTES``. A refusal raises ``MemoryServiceError`` (400) naming
+  the operation and field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
+
+from memory_client.http import MemoryClient
+
+__all__ = ["ServiceStore"]
+
+
+class ServiceStore(BaseStore):
+    """A LangGraph store whose items live in the memory service, for one tenant."""
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        client: MemoryClient | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        index: Mapping[str, Any] | None = None,
+        ttl: TTLConfig | None = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+    ) -> None:
+        """``client``, or ``base_url`` and ``api_key`` to make one. ``index={"fields": [...]}``: the
+        field paths items are searched by when a put names none. ``ttl``: LangGraph's ``TTLConfig``
+        (``default_ttl`` minutes, ``refresh_on_read``); the service sweeps, so
+        ``sweep_interval_minutes`` is not needed."""
+        if client is None:
+            if not base_url or not api_key:
+                raise ValueError("Give a MemoryClient, or base_url and api_key.")
+            client = MemoryClient(base_url, api_key, timeout=timeout, retries=retries)
+        self.client = client
+        unknown = set(index or {}) - {"fields"}
+        if unknown:
+            raise ValueError(
+                f"ServiceStore's index takes only fields (the service embeds with its own model); got {sorted(unknown)}."
+            )
+        fields = (index or {}).get("fields")
+        self.index_fields: list[str] | None = None if fields is None or fields == ["$"] else list(fields)
+        self.ttl_config = ttl
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        operations = [self._operation(op) for op in ops]
+        return [
+            self._result(answer, operation)
+            for answer, operation in zip(self.client.store_batch(operations), operations, strict=True)
+        ]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        operations = [self._operation(op) for op in ops]
+        answers = await self.client.astore_batch(operations)
+        return [self._result(answer, operation) for answer, operation in zip(answers, operations, strict=True)]
+
+    # --- to and from the service's JSON --------------------------------------------------------------
+
+    def _operation(self, op: Op) -> dict[str, Any]:
+        validate_op_namespace(op)
+        if isinstance(op, GetOp):
+            return {"op": "get", "namespace": list(op.namespace), "key": str(op.key), "refresh_ttl": op.refresh_ttl}
+        if isinstance(op, SearchOp):
+            return {
+                "op": "search",
+                "namespace_prefix": list(op.namespace_prefix),
+                "query": op.query,
+                "filter": dict(op.filter) if op.filter is not None else None,
+                "limit": op.limit,
+                "offset": op.offset,
+                "refresh_ttl": op.refresh_ttl,
+            }
+        if isinstance(op, PutOp):
+            if op.value is None:
+                return {"op": "delete", "namespace": list(op.namespace), "key": str(op.key)}
+            index: list[str] | bool | None = op.index
+            if index is None:
+                index = self.index_fields
+            return {
+                "op": "put",
+                "namespace": list(op.namespace),
+                "key": str(op.key),
+                "value": dict(op.value) if isinstance(op.value, Mapping) else op.value,  # the service names what it refuses
+                "index": False if index is False else None if index is None else list(index),
+                "ttl": op.ttl,
+            }
+        if isinstance(op, ListNamespacesOp):
+            return {
+                "op": "list_namespaces",
+                "match_conditions": [
+                    {"match_type": condition.match_type, "path": list(condition.path)} for condition in op.match_conditions or ()
+                ],
+                "max_depth": op.max_depth,
+                "limit": op.limit,
+                "offset": op.offset,
+            }
+        raise ValueError(f"Unknown store operation: {type(op).__name__}")
+
+    @staticmethod
+    def _result(answer: Any, operation: Mapping[str, Any]) -> Result:
+        kind = operation["op"]
+        if kind == "get":
+            return None if answer is None else _item(answer)
+        if kind == "search":
+            return [_search_item(entry) for entry in answer]
+        if kind == "list_namespaces":
+            return [tuple(namespace) for namespace in answer]
+        return None
+
+
+def _when(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _item(answer: Mapping[str, Any]) -> Item:
+    return Item(
+        value=answer["value"],
+        key=answer["key"],
+        namespace=tuple(answer["namespace"]),
+        created_at=_when(answer["created_at"]),
+        updated_at=_when(answer["updated_at"]),
+    )
+
+
+def _search_item(answer: Mapping[str, Any]) -> SearchItem:
+    return SearchItem(
+        namespace=tuple(answer["namespace"]),
+        key=answer["key"],
+        value=answer["value"],
+        created_at=_when(answer["created_at"]),
+        updated_at=_when(answer["updated_at"]),
+        score=answer.get("score"),
+    )

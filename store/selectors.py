@@ -1,0 +1,282 @@
+"""Reads of LangGraph's store: one item, a search under a namespace prefix, the namespaces.
+
+Contract
+--------
+Every read is scoped to the tenant and sees live items only (no ``expires_at``, or one after
+``now``). Namespaces compare label by label (PostgreSQL text arrays): a prefix ``("users",)``
+matches ``("users", "42")`` and never ``("users-archive",)``.
+
+* ``item_get``: the item, or None.
+* ``items_search`` without a query: the items under the prefix that pass the filter, in the order
+  LangGraph's ``InMemoryStore`` keeps them: namespaces by their first item ever written, then items
+  by their first write (overwriting keeps an item's place; deleting and writing again moves it to
+  the end). ``score`` is None.
+* ``items_search`` with a query: the service's hybrid ranking (``search.ranking``) over the items'
+  searchable text: BM25 (PostgreSQL's "english" lexemes) fused by reciprocal rank with the cosine
+  similarity of the tenant's embedding model; ``score`` is the fused score, best first. Items that
+  neither ranker places (not indexed, or no vector and no shared word) follow, unranked
+  (``score`` None), in the order above. At most MEMORY_SEARCH_CANDIDATE_LIMIT items of the prefix
+  (the first in that order) are ranked.
+* ``namespaces_list``: the distinct namespaces of live items that meet every match condition
+  (prefix or suffix, "*" matching any label), cut to ``max_depth`` labels, sorted like Python sorts
+  tuples (label by label, by code point), then paged.
+
+Filters (``filter_sql``) follow ``InMemoryStore``: a field's JSON value equals the one given
+(``$eq``, or a plain value; an object matches the fields it names, recursively; an array matches
+exactly), differs from it (``$ne``, also true when the field is missing), or compares as a number
+(``$gt``, ``$gte``, ``$lt``, ``$lte``, false when the field is not a number).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import structlog
+from django.db import connection
+from django.db.models import BooleanField, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
+
+from conversations.exceptions import ServiceUnavailable
+from search import embeddings, ranking
+from store.models import StoreItem
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+TABLE = StoreItem._meta.db_table
+
+# BM25 (as ``search.ranking.BM25_SQL``: Lucene's k1 1.2, b 0.75) over the searchable text of the
+# candidate items; the document length is the text's token count.
+BM25_SQL = """
+WITH query_terms AS (
+    SELECT array_agg(DISTINCT lexeme) AS terms
+    FROM unnest(to_tsvector('english'::regconfig, %(query)s))
+),
+query AS MATERIALIZED (
+    SELECT terms, array_to_string(ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | ')::tsquery AS q
+    FROM query_terms
+),
+scope AS MATERIALIZED (
+    SELECT id, token_count, indexed_text FROM store_items
+    WHERE tenant_id = %(tenant)s AND id = ANY(%(candidates)s) AND indexed_text <> ''
+),
+stats AS MATERIALIZED (
+    SELECT count(*)::float8 AS n, GREATEST(avg(token_count), 1)::float8 AS avgdl FROM scope
+),
+matched AS (
+    SELECT s.id, s.token_count, term.lexeme, COALESCE(array_length(term.positions, 1), 1)::float8 AS tf
+    FROM scope AS s
+    CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, s.indexed_text)) AS term
+    WHERE to_tsvector('english'::regconfig, s.indexed_text) @@ (SELECT q FROM query)
+      AND term.lexeme = ANY(ARRAY(SELECT unnest(terms) FROM query))
+),
+frequency AS (
+    SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme
+)
+SELECT matched.id,
+       SUM(ln(1 + (stats.n - frequency.df + 0.5) / (frequency.df + 0.5))
+           * matched.tf * 2.2 / (matched.tf + 1.2 * (0.25 + 0.75 * matched.token_count / stats.avgdl))) AS score
+FROM matched
+JOIN frequency USING (lexeme)
+CROSS JOIN stats
+GROUP BY matched.id
+ORDER BY score DESC, matched.id DESC
+LIMIT %(top)s
+"""
+
+
+@dataclass(frozen=True)
+class Hit:
+    item: StoreItem
+    score: float | None
+
+
+def database_unavailable() -> ServiceUnavailable:
+    return ServiceUnavailable(
+        "PostgreSQL is unreachable, and the store lives only there; retry shortly.", code="database_unavailable"
+    )
+
+
+def live_items(*, tenant: Tenant, now: datetime) -> QuerySet[StoreItem]:
+    return StoreItem.objects.for_tenant(tenant).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+
+def item_get(*, tenant: Tenant, namespace: tuple[str, ...], key: str, now: datetime) -> StoreItem | None:
+    return live_items(tenant=tenant, now=now).filter(namespace=list(namespace), key=key).defer("embedding").first()
+
+
+# --- Filters ---------------------------------------------------------------------------------------
+
+_VALUE = f'"{TABLE}"."value"'
+
+
+def _equal_sql(path: list[str], expected: Any) -> tuple[str, list[Any]]:
+    if expected is None:  # a missing field equals None, as in InMemoryStore
+        return f"({_VALUE} #> %s IS NULL OR {_VALUE} #> %s = 'null'::jsonb)", [path, path]
+    return f"COALESCE({_VALUE} #> %s = %s::jsonb, false)", [path, json.dumps(expected)]
+
+
+def _condition_sql(path: list[str], condition: Any) -> tuple[str, list[Any]]:
+    if isinstance(condition, dict) and any(name.startswith("$") for name in condition):
+        parts: list[str] = []
+        params: list[Any] = []
+        for operator, operand in condition.items():
+            if operator == "$eq":
+                sql, values = _equal_sql(path, operand)
+            elif operator == "$ne":
+                sql, values = _equal_sql(path, operand)
+                sql = f"NOT {sql}"
+            else:
+                comparison = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[operator]
+                sql = (
+                    f"(CASE WHEN jsonb_typeof({_VALUE} #> %s) = 'number' "
+                    f"THEN ({_VALUE} #>> %s)::float8 {comparison} %s ELSE false END)"
+                )
+                values = [path, path, float(operand)]
+            parts.append(sql)
+            params.extend(values)
+        return "(" + " AND ".join(parts) + ")", params
+    if isinstance(condition, dict):
+        parts = [f"jsonb_typeof({_VALUE} #> %s) = 'object'"]
+        params = [path]
+        for name, child in condition.items():
+            sql, values = _condition_sql([*path, name], child)
+            parts.append(sql)
+            params.extend(values)
+        return "(" + " AND ".join(parts) + ")", params
+    return _equal_sql(path, condition)
+
+
+def filter_sql(filter: dict[str, Any]) -> tuple[str, list[Any]]:  # noqa: A002 - LangGraph's name
+    """A SQL condition on the item's value for a checked filter (``services.check_filter``)."""
+    if not filter:
+        return "true", []
+    parts: list[str] = []
+    params: list[Any] = []
+    for name, condition in filter.items():
+        sql, values = _condition_sql([name], condition)
+        parts.append(sql)
+        params.extend(values)
+    return " AND ".join(parts), params
+
+
+# --- Search ------------------------------------------------------------------------------------------
+
+
+def _under(*, tenant: Tenant, namespace_prefix: tuple[str, ...], filter: dict[str, Any] | None, now: datetime) -> QuerySet:  # noqa: A002
+    """The live items under the prefix that pass the filter, in InMemoryStore's order."""
+    items = live_items(tenant=tenant, now=now)
+    if namespace_prefix:
+        items = items.filter(**{f"namespace__0_{len(namespace_prefix)}": list(namespace_prefix)})
+    if filter:
+        sql, params = filter_sql(filter)
+        items = items.filter(RawSQL(sql, params, output_field=BooleanField()))  # noqa: S611 - fixed SQL; values are parameters
+    first_of_namespace = (
+        StoreItem.objects.for_tenant(tenant)
+        .filter(namespace=OuterRef("namespace"))
+        .order_by()
+        .values("namespace")
+        .annotate(first=Min("id"))
+        .values("first")
+    )
+    return items.annotate(namespace_first=Subquery(first_of_namespace)).order_by("namespace_first", "id")
+
+
+def items_search(
+    *,
+    tenant: Tenant,
+    namespace_prefix: tuple[str, ...],
+    query: str | None,
+    filter: dict[str, Any] | None,  # noqa: A002 - LangGraph's name
+    limit: int,
+    offset: int,
+    now: datetime,
+) -> list[Hit]:
+    items = _under(tenant=tenant, namespace_prefix=namespace_prefix, filter=filter, now=now)
+    if not query:
+        return [Hit(item=item, score=None) for item in items.defer("embedding", "indexed_text")[offset : offset + limit]]
+    candidate_limit = tenant.setting("MEMORY_SEARCH_CANDIDATE_LIMIT")
+    candidates = list(items.values_list("id", flat=True)[:candidate_limit])
+    if not candidates:
+        return []
+    ranked = _ranked(tenant=tenant, candidates=candidates, query=query, top_k=offset + limit)
+    scores = {entry.key: entry.score for entry in ranked}
+    order = [entry.key for entry in ranked] + [key for key in candidates if key not in scores]
+    page = order[offset : offset + limit]
+    rows = {item.pk: item for item in StoreItem.objects.for_tenant(tenant).filter(pk__in=page).defer("embedding", "indexed_text")}
+    return [Hit(item=rows[key], score=None if key not in scores else round(scores[key], 6)) for key in page if key in rows]
+
+
+def _ranked(*, tenant: Tenant, candidates: list[int], query: str, top_k: int) -> list[ranking.Ranked]:
+    depth = max(100, top_k * 5)  # how deep each ranking goes into the fusion, as message search
+    with connection.cursor() as cursor:
+        cursor.execute(BM25_SQL, {"tenant": tenant.pk, "candidates": candidates, "query": query, "top": depth})
+        keyword = [(key, float(score)) for key, score in cursor.fetchall()]
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL") or ""
+    vector: list[tuple[int, float]] = []
+    if model:
+        rows = list(
+            StoreItem.objects.for_tenant(tenant)
+            .filter(pk__in=candidates, embedding_model=model, embedding__isnull=False)
+            .values_list("id", "embedding")
+        )
+        if rows:
+            try:
+                query_vector = embeddings.embed_query(model, query)
+            except Exception as error:  # ranked by words alone rather than not at all
+                logger.warning("store_query_embedding_failed", tenant=tenant.slug, model=model, error=repr(error))
+            else:
+                matrix = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype="<f4").reshape(len(rows), -1)
+                similarities = ranking.cosine(query_vector, matrix)
+                order = np.argsort(-similarities, kind="stable")[:depth]
+                vector = [(rows[index][0], float(similarities[index])) for index in order]
+    return ranking.fuse(vector=vector, keyword=keyword, top_k=top_k)
+
+
+# --- Namespaces --------------------------------------------------------------------------------------
+
+
+def _match_sql(match_type: str, path: tuple[str, ...]) -> tuple[str, list[Any]]:
+    parts = ["cardinality(namespace) >= %s"]
+    params: list[Any] = [len(path)]
+    for position, label in enumerate(path):
+        if label == "*":
+            continue
+        if match_type == "prefix":
+            parts.append("namespace[%s] = %s")
+            params.extend([position + 1, label])
+        else:
+            parts.append("namespace[cardinality(namespace) - %s] = %s")
+            params.extend([len(path) - position - 1, label])
+    return " AND ".join(parts), params
+
+
+def namespaces_list(
+    *,
+    tenant: Tenant,
+    match_conditions: tuple[tuple[str, tuple[str, ...]], ...],
+    max_depth: int | None,
+    limit: int,
+    offset: int,
+    now: datetime,
+) -> list[tuple[str, ...]]:
+    conditions = ["tenant_id = %s", "(expires_at IS NULL OR expires_at > %s)"]
+    params: list[Any] = [tenant.pk, now]
+    for match_type, path in match_conditions:
+        sql, values = _match_sql(match_type, path)
+        conditions.append(sql)
+        params.extend(values)
+    shown = "namespace" if max_depth is None else "namespace[1:%s]"
+    shown_params = [] if max_depth is None else [max_depth]
+    # COLLATE "C": labels compare by code point, as Python compares the tuples InMemoryStore sorts.
+    sql = (
+        f'SELECT DISTINCT {shown} COLLATE "C" AS shown FROM {TABLE} WHERE {" AND ".join(conditions)} '  # noqa: S608 - fixed SQL
+        "ORDER BY shown LIMIT %s OFFSET %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*shown_params, *params, limit, offset])
+        return [tuple(row[0]) for row in cursor.fetchall()]
