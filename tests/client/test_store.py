@@ -26,9 +26,9 @@ from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
+
 from memory_client import MemoryServiceError
 from memory_client.store import ServiceStore
-
 from store.models import StoreItem
 from tenants import services as tenant_services
 from tests.client.conftest import LiveService
