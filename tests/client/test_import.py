@@ -8,7 +8,7 @@ from tests.faults import ROOT
 
 PROBE = """
 import sys
-import memory_client, memory_client.http, memory_client.messages, memory_client.langchain, memory_client.langgraph, memory_client.agents
+import memory_client, memory_client.http, memory_client.messages, memory_client.langchain, memory_client.langgraph, memory_client.agents, memory_client.store
 loaded = sorted(name for name in sys.modules if name == "django" or name.startswith("django.") or name == "rest_framework")
 print(",".join(loaded))
 """
