@@ -26,11 +26,10 @@ import structlog
 from rest_framework.exceptions import ValidationError
 from rest_framework.utils.encoders import JSONEncoder
 
-from conversations import context, selectors, services
+from conversations import selectors, services
 from conversations.api import errors
 from conversations.api import serializers as conversation_serializers
-from conversations.api.views import _conversation_id, _new_conversation_id
-from conversations.exceptions import LimitExceeded
+from conversations.api.views import _conversation_id, _new_conversation_id, context_answer
 from conversations.models import Role
 from facts import selectors as fact_selectors
 from facts import services as fact_services
@@ -146,28 +145,7 @@ def get_context(*, tenant: Tenant, conversation_id: Any, **options: Any) -> dict
     conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
     serializer = conversation_serializers.ContextInSerializer(data=_given(**options))
     serializer.is_valid(raise_exception=True)
-    values = serializer.validated_data
-    request = context.ContextRequest(
-        query=values.get("query"),
-        system_prompt=values.get("system_prompt") or None,
-        max_tokens=values.get("max_tokens") or tenant.setting("MEMORY_MAX_TOKENS"),
-        short_term_turns=values.get("short_term_turns", tenant.setting("MEMORY_SHORT_TERM_TURNS")),
-        long_term_turns=values.get("long_term_turns", tenant.setting("MEMORY_LONG_TERM_TURNS")),
-        compression_threshold=values.get("compression_threshold") or tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
-        format=values["format"],
-    )
-    try:
-        return selectors.conversation_context(
-            tenant=tenant,
-            conversation_id=conversation_id,
-            request=request,
-            use_memory=values["use_memory"],
-            top_k=values.get("top_k"),
-        )
-    except context.BudgetTooSmall as error:
-        raise LimitExceeded(
-            str(error), details={"field": "max_tokens", "size": error.needed, "limit": error.max_tokens}
-        ) from error
+    return context_answer(tenant=tenant, conversation_id=conversation_id, values=serializer.validated_data)
 
 
 def get_window(*, tenant: Tenant, conversation_id: Any, limit: Any = None, format: Any = None) -> dict[str, Any]:

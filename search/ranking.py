@@ -20,8 +20,9 @@ import numpy as np
 # dropped), matched through the GIN index ``message_terms`` on the same expression; the document
 # length is the message's token count, its average taken over the scope. Parameters: tenant,
 # conversations (primary keys), query (text), limit (newest messages of the scope considered), top.
-BM25_SQL = """
-WITH query_terms AS (
+# The query's lexemes and their tsquery: the CTEs every BM25 query here begins with.
+BM25_QUERY_TERMS = """
+query_terms AS (
     SELECT array_agg(DISTINCT lexeme) AS terms
     FROM unnest(to_tsvector('english'::regconfig, %(query)s))
 ),
@@ -29,25 +30,15 @@ query AS MATERIALIZED (
     SELECT terms, array_to_string(ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | ')::tsquery AS q
     FROM query_terms
 ),
-scope AS MATERIALIZED (
-    SELECT id, token_count FROM conversation_messages
-    WHERE tenant_id = %(tenant)s AND conversation_id = ANY(%(conversations)s) AND role IN ('user', 'assistant')
-    ORDER BY created_at DESC, id DESC
-    LIMIT %(limit)s
-),
+"""
+# The scope's statistics, then after its ``matched`` rows (id, token_count, lexeme, tf) the
+# document frequencies and the scores: the CTEs around a scope that every BM25 query here shares.
+BM25_STATS = """
 stats AS MATERIALIZED (
     SELECT count(*)::float8 AS n, GREATEST(avg(token_count), 1)::float8 AS avgdl FROM scope
 ),
-matched AS (
-    SELECT m.id, m.token_count, term.lexeme, COALESCE(array_length(term.positions, 1), 1)::float8 AS tf
-    FROM conversation_messages AS m
-    CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, COALESCE(m.content, ''))) AS term
-    WHERE m.tenant_id = %(tenant)s
-      AND m.conversation_id = ANY(%(conversations)s)
-      AND to_tsvector('english'::regconfig, COALESCE(m.content, '')) @@ (SELECT q FROM query)
-      AND m.id IN (SELECT id FROM scope)
-      AND term.lexeme = ANY(ARRAY(SELECT unnest(terms) FROM query))
-),
+"""
+BM25_SCORES = """
 frequency AS (
     SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme
 )
@@ -61,6 +52,30 @@ GROUP BY matched.id
 ORDER BY score DESC, matched.id DESC
 LIMIT %(top)s
 """
+BM25_SQL = (
+    "WITH "  # noqa: S608 (constant parts only; the values are query parameters)
+    + BM25_QUERY_TERMS
+    + """scope AS MATERIALIZED (
+    SELECT id, token_count FROM conversation_messages
+    WHERE tenant_id = %(tenant)s AND conversation_id = ANY(%(conversations)s) AND role IN ('user', 'assistant')
+    ORDER BY created_at DESC, id DESC
+    LIMIT %(limit)s
+),
+"""
+    + BM25_STATS
+    + """matched AS (
+    SELECT m.id, m.token_count, term.lexeme, COALESCE(array_length(term.positions, 1), 1)::float8 AS tf
+    FROM conversation_messages AS m
+    CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, COALESCE(m.content, ''))) AS term
+    WHERE m.tenant_id = %(tenant)s
+      AND m.conversation_id = ANY(%(conversations)s)
+      AND to_tsvector('english'::regconfig, COALESCE(m.content, '')) @@ (SELECT q FROM query)
+      AND m.id IN (SELECT id FROM scope)
+      AND term.lexeme = ANY(ARRAY(SELECT unnest(terms) FROM query))
+),
+"""
+    + BM25_SCORES
+)
 
 RRF_K = 60
 

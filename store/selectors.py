@@ -51,42 +51,25 @@ TABLE = StoreItem._meta.db_table
 
 # BM25 (as ``search.ranking.BM25_SQL``: Lucene's k1 1.2, b 0.75) over the searchable text of the
 # candidate items; the document length is the text's token count.
-BM25_SQL = """
-WITH query_terms AS (
-    SELECT array_agg(DISTINCT lexeme) AS terms
-    FROM unnest(to_tsvector('english'::regconfig, %(query)s))
-),
-query AS MATERIALIZED (
-    SELECT terms, array_to_string(ARRAY(SELECT quote_literal(t) FROM unnest(terms) AS t), ' | ')::tsquery AS q
-    FROM query_terms
-),
-scope AS MATERIALIZED (
+BM25_SQL = (
+    "WITH "  # noqa: S608 (constant parts only; the values are query parameters)
+    + ranking.BM25_QUERY_TERMS
+    + """scope AS MATERIALIZED (
     SELECT id, token_count, indexed_text FROM store_items
     WHERE tenant_id = %(tenant)s AND id = ANY(%(candidates)s) AND indexed_text <> ''
 ),
-stats AS MATERIALIZED (
-    SELECT count(*)::float8 AS n, GREATEST(avg(token_count), 1)::float8 AS avgdl FROM scope
-),
-matched AS (
+"""
+    + ranking.BM25_STATS
+    + """matched AS (
     SELECT s.id, s.token_count, term.lexeme, COALESCE(array_length(term.positions, 1), 1)::float8 AS tf
     FROM scope AS s
     CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, s.indexed_text)) AS term
     WHERE to_tsvector('english'::regconfig, s.indexed_text) @@ (SELECT q FROM query)
       AND term.lexeme = ANY(ARRAY(SELECT unnest(terms) FROM query))
 ),
-frequency AS (
-    SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme
-)
-SELECT matched.id,
-       SUM(ln(1 + (stats.n - frequency.df + 0.5) / (frequency.df + 0.5))
-           * matched.tf * 2.2 / (matched.tf + 1.2 * (0.25 + 0.75 * matched.token_count / stats.avgdl))) AS score
-FROM matched
-JOIN frequency USING (lexeme)
-CROSS JOIN stats
-GROUP BY matched.id
-ORDER BY score DESC, matched.id DESC
-LIMIT %(top)s
 """
+    + ranking.BM25_SCORES
+)
 
 
 @dataclass(frozen=True)

@@ -341,31 +341,38 @@ class ContextView(TenantAPIView):
     def post(self, request: Request, conversation_id: str) -> Response:
         serializer = serializers.ContextInSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        values = serializer.validated_data
-        tenant = self.tenant
-        context_request = context.ContextRequest(
-            query=values.get("query"),
-            system_prompt=values.get("system_prompt") or None,
-            max_tokens=values.get("max_tokens") or tenant.setting("MEMORY_MAX_TOKENS"),
-            short_term_turns=values.get("short_term_turns", tenant.setting("MEMORY_SHORT_TERM_TURNS")),
-            long_term_turns=values.get("long_term_turns", tenant.setting("MEMORY_LONG_TERM_TURNS")),
-            compression_threshold=values.get("compression_threshold") or tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
-            format=values["format"],
-        )
-        try:
-            answer = selectors.conversation_context(
-                tenant=tenant,
-                conversation_id=_conversation_id(conversation_id),
-                request=context_request,
-                checkpoint_namespace=values.get("checkpoint_namespace"),
-                use_memory=values["use_memory"],
-                top_k=values.get("top_k"),
+        return Response(
+            context_answer(
+                tenant=self.tenant, conversation_id=_conversation_id(conversation_id), values=serializer.validated_data
             )
-        except context.BudgetTooSmall as error:
-            raise LimitExceeded(
-                str(error), details={"field": "max_tokens", "size": error.needed, "limit": error.max_tokens}
-            ) from error
-        return Response(answer)
+        )
+
+
+def context_answer(*, tenant: Tenant, conversation_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The context endpoint's answer to ``values`` (``ContextInSerializer``'s), the tenant's settings as
+    defaults; a budget the system prompt and query alone exceed is ``limit_exceeded``."""
+    request = context.ContextRequest(
+        query=values.get("query"),
+        system_prompt=values.get("system_prompt") or None,
+        max_tokens=values.get("max_tokens") or tenant.setting("MEMORY_MAX_TOKENS"),
+        short_term_turns=values.get("short_term_turns", tenant.setting("MEMORY_SHORT_TERM_TURNS")),
+        long_term_turns=values.get("long_term_turns", tenant.setting("MEMORY_LONG_TERM_TURNS")),
+        compression_threshold=values.get("compression_threshold") or tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
+        format=values["format"],
+    )
+    try:
+        return selectors.conversation_context(
+            tenant=tenant,
+            conversation_id=conversation_id,
+            request=request,
+            checkpoint_namespace=values.get("checkpoint_namespace"),
+            use_memory=values["use_memory"],
+            top_k=values.get("top_k"),
+        )
+    except context.BudgetTooSmall as error:
+        raise LimitExceeded(
+            str(error), details={"field": "max_tokens", "size": error.needed, "limit": error.max_tokens}
+        ) from error
 
 
 class MessageDetailView(TenantAPIView):
