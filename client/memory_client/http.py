@@ -845,16 +845,10 @@ class MemoryClient:
         """The messages of the conversation most relevant to ``query``, best first (hybrid semantic
         and keyword search unless ``mode`` says otherwise); with ``scope`` ``"auto"`` also the same
         user's other conversations while this one is short. Each ``None`` is the tenant's setting."""
-        options = _params(
-            mode=mode,
-            scope=scope,
-            top_k=top_k,
-            min_similarity=min_similarity,
-            vector_fetch_limit=vector_fetch_limit,
-            cross_session_trigger=cross_session_trigger,
-            candidate_limit=candidate_limit,
+        call = self._search_call(
+            conversation_id, query, mode, scope, top_k, min_similarity, vector_fetch_limit, cross_session_trigger, candidate_limit
         )
-        return self._send(_Call("GET", _conversation_path(conversation_id, "search"), params={"q": query, **options}))
+        return self._send(call)
 
     async def asearch(
         self,
@@ -869,16 +863,10 @@ class MemoryClient:
         cross_session_trigger: int | None = None,
         candidate_limit: int | None = None,
     ) -> SearchResult:
-        options = _params(
-            mode=mode,
-            scope=scope,
-            top_k=top_k,
-            min_similarity=min_similarity,
-            vector_fetch_limit=vector_fetch_limit,
-            cross_session_trigger=cross_session_trigger,
-            candidate_limit=candidate_limit,
+        call = self._search_call(
+            conversation_id, query, mode, scope, top_k, min_similarity, vector_fetch_limit, cross_session_trigger, candidate_limit
         )
-        return await self._asend(_Call("GET", _conversation_path(conversation_id, "search"), params={"q": query, **options}))
+        return await self._asend(call)
 
     def search_user(
         self,
@@ -893,14 +881,9 @@ class MemoryClient:
     ) -> SearchResult:
         """The messages of every conversation of the user (the ``user_id`` given when they were
         appended) most relevant to ``query``, best first."""
-        options = _params(
-            mode=mode,
-            top_k=top_k,
-            min_similarity=min_similarity,
-            vector_fetch_limit=vector_fetch_limit,
-            candidate_limit=candidate_limit,
+        return self._send(
+            self._search_user_call(user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit)
         )
-        return self._send(_Call("GET", _user_path(user_id, "search"), params={"q": query, **options}))
 
     async def asearch_user(
         self,
@@ -913,14 +896,9 @@ class MemoryClient:
         vector_fetch_limit: int | None = None,
         candidate_limit: int | None = None,
     ) -> SearchResult:
-        options = _params(
-            mode=mode,
-            top_k=top_k,
-            min_similarity=min_similarity,
-            vector_fetch_limit=vector_fetch_limit,
-            candidate_limit=candidate_limit,
+        return await self._asend(
+            self._search_user_call(user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit)
         )
-        return await self._asend(_Call("GET", _user_path(user_id, "search"), params={"q": query, **options}))
 
     # --- summaries ------------------------------------------------------------------------------
 
@@ -935,13 +913,10 @@ class MemoryClient:
         """Summarise the conversation's latest persisted messages now and return the summary (the
         one already filed for its current pair count, if any). :class:`Conflict` when no message is
         persisted yet, :class:`NotFound` when the conversation does not exist."""
-        return self._send(
-            _Call("POST", _conversation_path(conversation_id, "summaries"), timeout=max(self.timeout, CHAT_TIMEOUT))
-        )
+        return self._send(self._summarize_call(conversation_id))
 
     async def asummarize(self, conversation_id: str) -> Summary:
-        call = _Call("POST", _conversation_path(conversation_id, "summaries"), timeout=max(self.timeout, CHAT_TIMEOUT))
-        return await self._asend(call)
+        return await self._asend(self._summarize_call(conversation_id))
 
     # --- facts and users ------------------------------------------------------------------------
 
@@ -1171,6 +1146,51 @@ class MemoryClient:
     def _put_memory_call(conversation_id: str, messages: Sequence[Any], metadata: Mapping[str, Any] | None) -> _Call:
         body = {"messages": list(messages), "metadata": dict(metadata or {})}
         return _Call("PUT", _conversation_path(conversation_id, "memory"), body=body)
+
+    @staticmethod
+    def _search_call(
+        conversation_id: str,
+        query: str,
+        mode: str | None,
+        scope: str | None,
+        top_k: int | None,
+        min_similarity: float | None,
+        vector_fetch_limit: int | None,
+        cross_session_trigger: int | None,
+        candidate_limit: int | None,
+    ) -> _Call:
+        options = _params(
+            mode=mode,
+            scope=scope,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            vector_fetch_limit=vector_fetch_limit,
+            cross_session_trigger=cross_session_trigger,
+            candidate_limit=candidate_limit,
+        )
+        return _Call("GET", _conversation_path(conversation_id, "search"), params={"q": query, **options})
+
+    @staticmethod
+    def _search_user_call(
+        user_id: str,
+        query: str,
+        mode: str | None,
+        top_k: int | None,
+        min_similarity: float | None,
+        vector_fetch_limit: int | None,
+        candidate_limit: int | None,
+    ) -> _Call:
+        options = _params(
+            mode=mode,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            vector_fetch_limit=vector_fetch_limit,
+            candidate_limit=candidate_limit,
+        )
+        return _Call("GET", _user_path(user_id, "search"), params={"q": query, **options})
+
+    def _summarize_call(self, conversation_id: str) -> _Call:
+        return _Call("POST", _conversation_path(conversation_id, "summaries"), timeout=max(self.timeout, CHAT_TIMEOUT))
 
     @staticmethod
     def _get_message_call(conversation_id: str, message_id: str) -> _Call:
