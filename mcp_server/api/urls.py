@@ -1,9 +1,11 @@
-from django.urls import path
+from django.urls import re_path
 
 from mcp_server.api import views
 
 app_name = "mcp_server"
 
+# With or without the final slash: MCP clients are configured with a bare URL, and a redirect would
+# turn their POST into a GET.
 urlpatterns = [
-    path("mcp/", views.McpView.as_view(), name="mcp"),
+    re_path(r"^mcp/?$", views.McpView.as_view(), name="mcp"),
 ]

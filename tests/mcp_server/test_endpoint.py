@@ -19,14 +19,16 @@ PROTOCOL = "2025-06-18"
 WINDOW = 60
 
 
-def rpc(client: APIClient, method: str, params: dict[str, Any] | None = None, *, id: int | None = 1, **headers: str) -> Any:
+def rpc(
+    client: APIClient, method: str, params: dict[str, Any] | None = None, *, id: int | None = 1, url: str = URL, **headers: str
+) -> Any:
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         message["params"] = params
     if id is not None:
         message["id"] = id
     return client.post(
-        URL,
+        url,
         data=json.dumps(message),
         content_type="application/json",
         HTTP_ACCEPT=headers.pop("accept", ACCEPT),
@@ -55,6 +57,13 @@ def test_initialize_answers_one_json_document_and_opens_no_session(api: APIClien
     assert result["serverInfo"]["name"] == "conversation-memory"
     assert result["capabilities"]["tools"] is not None
     assert "append_messages" in result["instructions"]
+
+
+def test_the_url_without_its_final_slash_is_the_same_endpoint(api: APIClient) -> None:
+    params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}}
+    answer = rpc(api, "initialize", params, url=URL.rstrip("/"))
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["result"]["serverInfo"]["name"] == "conversation-memory"
 
 
 def test_a_notification_is_accepted_with_no_answer(api: APIClient) -> None:
