@@ -1,4 +1,4 @@
-"""A summary of a window of messages (seed 003): by a chat model, or rule-based when there is none.
+"""A summary of a window of messages by a chat model, or rule-based when there is none.
 
 ``summarize(messages, model_spec=..., timeout=...)`` takes message dicts in the shape of
 ``conversations.services.message_to_dict``, oldest first, and always answers:
@@ -15,7 +15,7 @@
     a gateway, a fake in the tests). The deployment's own ``MEMORY_SUMMARY_MODEL`` only: a tenant's
     override names a provider and a model, never code (``tenants.models``).
 
-* The model gets seed 003's prompt at temperature 0.2: analyse the messages; capture tasks,
+* The model gets this prompt at temperature 0.2: analyse the messages; capture tasks,
   decisions, preferences, constraints and data values; answer with 4 to 6 bullet points under 120
   tokens. Its answer is held to that contract (``hold_to_contract``): at most 6 bullets and fewer
   than 120 tokens, the bullet that overflows cut short and the rest dropped. The answer is cleaned
@@ -23,9 +23,10 @@
   surrogate replaced by U+FFFD), so that what is stored is text PostgreSQL can hold.
 * Any failure (the integration not installed, a spec that names nothing, an error, no answer within
   ``timeout`` seconds, an answer with nothing in it) is logged and answered with the rule-based
-  summary, model ``rule_based``: each turn's question and answer (``conversations.context.summarize``,
-  the lines a compressed context shows) and the key points, sentences that carry a number, a
-  decision, a preference or a constraint, within ``RULE_BASED_MAX_TOKENS``.
+  summary, model ``rule_based`` (``summaries.extractive``): the sentences of the window that carry
+  information a later question asks about (numbers, dates, names, preferences, plans, facts about
+  people), each after its speaker's name, in the order they were said, at least 3 times shorter than
+  the messages from a few hundred characters on and never longer, within ``RULE_BASED_MAX_TOKENS``.
 
 No database access: the services read the messages and store the answer.
 """
@@ -41,9 +42,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from chat.llm import invoke_within
-from conversations import context, tokens
+from conversations import tokens
 from conversations.storable import cleaned_text
 from memory_client.messages import tool_calls_of
+from summaries.extractive import extractive_summary
 
 logger = structlog.get_logger(__name__)
 
@@ -59,8 +61,6 @@ PROMPT_MESSAGE_TOKENS = 600
 # A cut bullet keeps at least this many tokens, or is dropped.
 MIN_CUT_TOKENS = 5
 RULE_BASED_MAX_TOKENS = 400
-MAX_KEY_POINTS = 3
-KEY_POINT_TOKENS = 30
 
 # LangChain integrations by provider: (module, class, package to install).
 PROVIDERS = {
@@ -79,14 +79,6 @@ SYSTEM_PROMPT = (
 
 BULLET = re.compile(r"^(?:[-*•‣◦▪–—]|\d{1,2}[.)])\s+(?P<text>.*\S)")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-# What makes a sentence a key point: a data value (a digit), or a word of a task, decision,
-# preference or constraint (English and Spanish, the languages of the seeds).
-KEY_POINT_CUES = re.compile(
-    r"\d|\b(?:prefer|want|need|must|should|have to|always|never|don'?t|do not|avoid|decid|agree|plan|deadline|budget"
-    r"|remember|todo|task|prefier|quier|necesit|debe|tengo que|siempre|nunca|evita|acord|presupuesto|plazo|recuerd"
-    r"|tarea)",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -196,7 +188,7 @@ def _model_name_of(chat_model: Any) -> str | None:
 
 
 def prompt_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
-    """Seed 003's prompt: the instructions, then the window as a transcript, oldest first.
+    """The prompt: the instructions, then the window as a transcript, oldest first.
 
     A transcript rather than the messages themselves: a window may begin between a tool call and
     its result, which a provider would refuse as a conversation, and the model is asked about the
@@ -284,35 +276,5 @@ def _cut(text: str, budget: int, *, mark: str = "…") -> str:
 
 
 def rule_based_summary(messages: Sequence[dict[str, Any]]) -> str:
-    """Each turn's question and answer, then the key points the quotes leave out."""
-    _, turns = context.split_turns(messages)
-    reserved = MAX_KEY_POINTS * (KEY_POINT_TOKENS + 3) + 4  # the key points' lines and heading
-    questions_and_answers = context.summarize(turns, budget=RULE_BASED_MAX_TOKENS - reserved) if turns else ""
-    points = key_points(messages, already_quoted=questions_and_answers)
-    parts = [questions_and_answers] if questions_and_answers else []
-    if points:
-        parts.append("\n".join(["Key points:", *(f"- {point}" for point in points)]))
-    if not parts:
-        roles = ", ".join(sorted({message["role"] for message in messages}))
-        return f"{len(messages)} messages ({roles}) and no question from the user."
-    return _cut("\n".join(parts), RULE_BASED_MAX_TOKENS)
-
-
-def key_points(messages: Sequence[dict[str, Any]], *, already_quoted: str = "") -> list[str]:
-    """The newest ``MAX_KEY_POINTS`` sentences of the users and assistants that carry a data value,
-    a task, a decision, a preference or a constraint, in the order they were said; sentences the
-    quotes in ``already_quoted`` hold already are left out."""
-    found: list[str] = []
-    for message in messages:
-        if message["role"] not in ("user", "assistant"):
-            continue
-        for line in (message.get("content") or "").splitlines():
-            for sentence in SENTENCE_END.split(line):
-                flat = " ".join(sentence.split())
-                if len(flat.split()) < 3 or not KEY_POINT_CUES.search(flat) or flat in already_quoted:
-                    continue
-                point = _cut(flat, KEY_POINT_TOKENS)
-                if point in found:
-                    found.remove(point)  # said again: counts where it was said last
-                found.append(point)
-    return found[-MAX_KEY_POINTS:]
+    """The sentences that carry information, by speaker, within ``RULE_BASED_MAX_TOKENS`` (``summaries.extractive``)."""
+    return extractive_summary(messages, max_tokens=RULE_BASED_MAX_TOKENS)
