@@ -16,9 +16,9 @@
 * ends with the tools the assistant called ("Tools: search_hotels"), when there is room;
 * is at most ``budget_of(source)`` characters, ``source`` being the characters of the messages'
   contents: the whole source up to ``SHORT_SOURCE`` characters, at least ``COMPRESSION`` times
-  shorter from ``SHORT_SOURCE * COMPRESSION`` characters on, never longer than its source (a window
-  whose messages have no text at all is the one exception: it gets a one-line note), and at most
-  ``max_tokens`` tokens;
+  shorter from ``SHORT_SOURCE * COMPRESSION`` characters on, never longer than its source, and at
+  most ``max_tokens`` tokens (a window in which no user or assistant says anything is the one
+  exception: it gets a one-line note, "3 messages (assistant, tool) and nothing said.");
 * is the same for the same messages (no randomness, ties broken by position).
 
 A window with nothing worth keeping is told as small talk between its speakers, or, when even that
@@ -42,6 +42,8 @@ COMPRESSION = 3
 MIN_SCORE = 2.0
 # A sentence longer than this is cut at a word (with "…") before it is weighed.
 MAX_SENTENCE_CHARS = 240
+# A sentence of at most this many words, after another of the same message, is kept with it.
+FRAGMENT_WORDS = 4
 # A sentence whose content words the kept ones hold in this share or more adds nothing.
 REDUNDANT_SHARE = 0.7
 
@@ -89,12 +91,24 @@ PERSONAL_FACT = re.compile(
     r"|\bI\s+am\s+(?:a|an)\s+\w+|\bwork(?:s|ing)?\s+(?:as|at|for)\b",
     re.IGNORECASE,
 )
+# News: something that changed, was got, named or found out.
+EVENT = re.compile(
+    r"\b(?:finally|replaced|new|named|called|treated (?:myself|ourselves)|got|bought|adopted|gave up|took up|signed"
+    r"|confirmed|diagnosed|turned out|broke|broken|lost|found|passed|failed|born|died|sold|ordered|won|launched)\b",
+    re.IGNORECASE,
+)
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|my|we|our|we're|we've)\b")
 SMALL_TALK = re.compile(
     r"^(?:\W*(?:ha(?:ha)+|lol|ok(?:ay)?|k|thanks?(?: you)?|thx|cheers|bye|see you|talk soon|hi+|hello|hey|yo|wow"
     r"|oh(?: no)?|ah|aw+|yes|yeah|yep|no|nope|sure|cool|nice|great|same|right|true|indeed|exactly|lovely"
     r"|good(?: night| morning)?|amazing|awesome|congrats|congratulations|sounds good|fair enough|me too|of course"
     r"|got it|noted|welcome|you'?re welcome|omg|yay|hmm+|uh|um)\b\W*)+$",
+    re.IGNORECASE,
+)
+# Greetings and goodbyes inside a longer sentence ("Okay, I have to run, talk soon!").
+GREETING_OR_GOODBYE = re.compile(
+    r"\b(?:talk soon|talk later|see you|see ya|bye|gotta go|got to go|have to run|must run|catch you later|good night"
+    r"|how are you|how was your|how have you been|what about you|thanks for|thank you for)\b",
     re.IGNORECASE,
 )
 # Words that start a sentence with a capital without being a name: the function words, the usual
@@ -137,7 +151,9 @@ def extractive_summary(messages: Sequence[dict[str, Any]], *, max_tokens: int) -
     speakers = [speaker_of(message) for message in messages]
     days = [day_of(message) for message in messages]
     dated = len({day for day in days if day is not None}) > 1
-    tools = sorted({call["name"] for message in messages for call in tool_calls_of(message.get("metadata") or {}) if call.get("name")})
+    tools = sorted(
+        {call["name"] for message in messages for call in tool_calls_of(message.get("metadata") or {}) if call.get("name")}
+    )
 
     kept: list[Sentence] = []
     for sentence in sorted(candidates(messages), key=lambda sentence: (-sentence.score, sentence.position)):
@@ -227,7 +243,13 @@ def sentences_of(text: str) -> list[str]:
                 pending = ""
         if pending:
             found.append(pending)
-    return [_shortened(" ".join(sentence.split())) for sentence in found if sentence.strip()]
+    glued: list[str] = []
+    for sentence in found:
+        if glued and len(WORD.findall(sentence)) <= FRAGMENT_WORDS and content_words(sentence):
+            glued[-1] = f"{glued[-1]} {sentence}"  # "The gearbox, apparently.": says what the one before means
+        else:
+            glued.append(sentence)
+    return [_shortened(" ".join(sentence.split())) for sentence in glued if sentence.strip()]
 
 
 def sentence_score(text: str, *, names_seen: frozenset[str] | set[str] = frozenset()) -> float:
@@ -235,7 +257,7 @@ def sentence_score(text: str, *, names_seen: frozenset[str] | set[str] = frozens
 
     A data value (a number, a date or a time) and a proper name weigh most, then a preference, a
     plan or decision and a fact about a person; speaking in the first person adds a little. A
-    question, a very short sentence and small talk weigh less or nothing.
+    question, a very short sentence, a greeting or goodbye and small talk weigh less or nothing.
     """
     words = WORD.findall(text)
     if not words or SMALL_TALK.match(text):
@@ -254,12 +276,16 @@ def sentence_score(text: str, *, names_seen: frozenset[str] | set[str] = frozens
         score += 1.5
     if PERSONAL_FACT.search(text):
         score += 1.5
+    if EVENT.search(text):
+        score += 1.5
     if FIRST_PERSON.search(text):
         score += 0.5
     if text.rstrip("\"')").endswith("?"):
         score -= 1.5
     if len(words) < 4:
         score -= 1
+    if GREETING_OR_GOODBYE.search(text):
+        score -= 2
     return score
 
 
@@ -344,7 +370,11 @@ def _fits(text: str, *, budget: int, max_tokens: int) -> bool:
 
 def _small_talk(messages: Sequence[dict[str, Any]], *, speakers: Sequence[str], budget: int, max_tokens: int) -> str:
     """The summary of a window in which no sentence carries information."""
-    spoken = [index for index, message in enumerate(messages) if message.get("role") in ("user", "assistant") and (message.get("content") or "").strip()]
+    spoken = [
+        index
+        for index, message in enumerate(messages)
+        if message.get("role") in ("user", "assistant") and (message.get("content") or "").strip()
+    ]
     if not spoken:
         roles = ", ".join(sorted({str(message.get("role")) for message in messages}))
         return f"{len(messages)} messages ({roles}) and nothing said."
@@ -353,4 +383,7 @@ def _small_talk(messages: Sequence[dict[str, Any]], *, speakers: Sequence[str], 
     if _fits(note, budget=budget, max_tokens=max_tokens):
         return note
     flat = " ".join(" ".join((messages[index].get("content") or "").split()) for index in spoken)
-    return tokens.truncate(flat[:budget], max_tokens)
+    if len(flat) > budget:
+        cut = flat[: budget + 1]
+        flat = cut[: cut.rfind(" ")] if " " in cut else flat[:budget]  # ends at a word
+    return tokens.truncate(flat, max_tokens)
