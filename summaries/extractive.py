@@ -8,7 +8,8 @@
   people such as "my sister" or "I work as"), chosen by score from general features of English text
   (``sentence_score``), never from the wording of a particular conversation;
 * drops small talk ("haha", "ok", "thanks!"), questions that carry nothing, and sentences whose
-  words the kept ones already hold;
+  words the kept ones already hold; the room the informative sentences leave goes to the rest of
+  what was said that is more than small talk, the newest first;
 * shows them in the order they were said, one line per message, each attributed to its speaker:
   the message's ``name`` (``metadata.name`` or ``metadata.langchain.data.name``), else its role
   ("Caroline: ...", "User: ..."); when the window spans several days, the first line of each day
@@ -155,19 +156,45 @@ def extractive_summary(messages: Sequence[dict[str, Any]], *, max_tokens: int) -
         {call["name"] for message in messages for call in tool_calls_of(message.get("metadata") or {}) if call.get("name")}
     )
 
-    kept: list[Sentence] = []
-    for sentence in sorted(candidates(messages), key=lambda sentence: (-sentence.score, sentence.position)):
-        if sentence.score < MIN_SCORE or _redundant(sentence, kept):
-            continue
-        trial = sorted([*kept, sentence], key=lambda kept_sentence: kept_sentence.position)
-        if _fits(render(trial, speakers=speakers, days=days, dated=dated), budget=budget, max_tokens=max_tokens):
-            kept = trial
+    found = candidates(messages)
+    informative = sorted((one for one in found if one.score >= MIN_SCORE), key=lambda one: (-one.score, one.position))
+    # Room left: the rest that is more than small talk, the newest first (said last, most likely to matter next).
+    rest = sorted((one for one in found if 0 < one.score < MIN_SCORE), key=lambda one: (-one.score, -one.position))
+    tools_line = f"Tools: {', '.join(tools)}" if tools else ""
+    kept = _chosen(informative, [], budget=budget, max_tokens=max_tokens, speakers=speakers, days=days, dated=dated)
     text = render(kept, speakers=speakers, days=days, dated=dated)
-    if kept and tools and _fits(with_tools := f"{text}\nTools: {', '.join(tools)}", budget=budget, max_tokens=max_tokens):
-        text = with_tools
+    if tools_line and _fits(f"{text}\n{tools_line}".strip(), budget=budget, max_tokens=max_tokens):
+        budget -= len(tools_line) + 1  # what the assistant did goes before the rest of what was said
+    else:
+        tools_line = ""
+    kept = _chosen(rest, kept, budget=budget, max_tokens=max_tokens, speakers=speakers, days=days, dated=dated)
+    text = "\n".join(part for part in (render(kept, speakers=speakers, days=days, dated=dated), tools_line) if part)
+    if not _fits(text, budget=budget_of(source), max_tokens=max_tokens):  # the tools' tokens tipped it over
+        text = render(kept, speakers=speakers, days=days, dated=dated)
     if text:
         return text
-    return _small_talk(messages, speakers=speakers, budget=budget, max_tokens=max_tokens)
+    return _small_talk(messages, speakers=speakers, budget=budget_of(source), max_tokens=max_tokens)
+
+
+def _chosen(
+    ranked: Sequence[Sentence],
+    kept: Sequence[Sentence],
+    *,
+    budget: int,
+    max_tokens: int,
+    speakers: Sequence[str],
+    days: Sequence[date | None],
+    dated: bool,
+) -> list[Sentence]:
+    """``kept`` and, best first, each sentence of ``ranked`` that still fits and adds something."""
+    chosen = list(kept)
+    for sentence in ranked:
+        if _redundant(sentence, chosen):
+            continue
+        trial = sorted([*chosen, sentence], key=lambda one: one.position)
+        if _fits(render(trial, speakers=speakers, days=days, dated=dated), budget=budget, max_tokens=max_tokens):
+            chosen = trial
+    return chosen
 
 
 def budget_of(source: int) -> int:
@@ -310,7 +337,9 @@ def proper_names(text: str, *, names_seen: frozenset[str] | set[str] = frozenset
 
 def content_words(text: str) -> frozenset[str]:
     return frozenset(
-        word.casefold() for word in WORD.findall(text) if len(word) > 2 and word.casefold() not in CONTENT_STOP_WORDS
+        word.casefold()
+        for word in WORD.findall(text)
+        if word[0].isdigit() or (len(word) > 2 and word.casefold() not in CONTENT_STOP_WORDS)
     )
 
 

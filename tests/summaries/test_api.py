@@ -37,7 +37,8 @@ def test_the_list_shows_the_conversations_summaries_newest_first(api, tenant):
     newest = body["summaries"][0]
     assert set(newest) == {"text", "model", "message_count", "pair_count", "first_seq", "last_seq", "token_count", "created_at"}
     assert (newest["model"], newest["message_count"], newest["first_seq"], newest["last_seq"]) == ("rule_based", 12, 29, 40)
-    assert "User: question 20 | Assistant: answer 20" in newest["text"]
+    assert "User: question 20\nAssistant: answer 20" in newest["text"]
+    assert "question 14" not in newest["text"]
     assert newest["token_count"] > 0
     assert newest["created_at"].endswith("+00:00")
 

@@ -1,4 +1,4 @@
-"""The summariser alone (no database): seed 003's prompt to the chat model the settings name, the
+"""The summariser alone (no database): the prompt to the chat model the settings name, the
 contract on its answer, and the rule-based summary whenever there is no model or it fails."""
 
 import threading
@@ -43,21 +43,23 @@ def failures(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- No model ---------------------------------------------------------------------------------------
 
 
-def test_without_a_model_the_summary_is_rule_based_with_the_questions_answers_and_key_points():
+def test_without_a_model_the_summary_is_rule_based_the_sentences_that_carry_information_by_speaker():
     written = summarize(WINDOW, model_spec="", timeout=5)
 
     assert written.model == RULE_BASED
-    assert "User: I want to visit Lisbon from 3 to 10 May." in written.text
-    assert "Assistant: Alfama Patio is quiet and within budget." in written.text
-    assert "Tools: search_hotels" in written.text
+    assert written.text == (
+        "User: I want to visit Lisbon from 3 to 10 May.\n"
+        "Assistant: Alfama Patio is quiet and within budget.\n"
+        "Tools: search_hotels"
+    )
     assert fakes.calls.built == []
 
 
-def test_the_key_points_keep_sentences_with_values_and_preferences_the_quotes_cut_off():
+def test_a_sentence_with_a_value_is_kept_from_a_long_message_of_filler():
     long_question = " ".join(["Some context about the trip that goes on and on."] * 8) + " We must land before 18:00."
     written = summarize([message(1, "user", long_question), message(2, "assistant", "Noted.")], model_spec="", timeout=5)
 
-    assert "Key points:\n- We must land before 18:00." in written.text
+    assert written.text == "User: We must land before 18:00."
 
 
 def test_a_rule_based_summary_of_long_messages_stays_within_its_bound():
@@ -75,7 +77,7 @@ def test_a_window_without_a_question_still_gets_a_summary():
     written = summarize([message(7, "assistant", "Anything else?"), message(8, "tool", "{}")], model_spec="", timeout=5)
 
     assert written.model == RULE_BASED
-    assert written.text == "2 messages (assistant, tool) and no question from the user."
+    assert written.text == "Anything else?"  # the note "Small talk from Assistant." would be longer
 
 
 def test_no_messages_is_a_mistake_of_the_caller():
