@@ -88,7 +88,7 @@ PERSONAL_FACT = re.compile(
     r"|girlfriend|fianc[eé]e?|son|daughter|kids?|children|baby|boss|colleague|friend|cousin|aunt|uncle|grand\w+"
     r"|neighbou?r|flatmate|roommate|dog|cat|puppy|kitten|pet|job|team|teacher|doctor|name|house|flat|apartment"
     r"|car|school|company)\b"
-    r"|\b(?:I|we)\s+(?:work|live|grew up|studied|teach|own|have|got|used to)\b|\bI'?m\s+(?:a|an)\s+\w+"
+    r"|\b(?:I|we)\s+(?:work|live|grew up|studied|teach|own|have(?! to\b)|got(?! to\b)|used to)\b|\bI'?m\s+(?:a|an)\s+\w+"
     r"|\bI\s+am\s+(?:a|an)\s+\w+|\bwork(?:s|ing)?\s+(?:as|at|for)\b",
     re.IGNORECASE,
 )
@@ -109,11 +109,11 @@ SMALL_TALK = re.compile(
 # Greetings and goodbyes inside a longer sentence ("Okay, I have to run, talk soon!").
 GREETING_OR_GOODBYE = re.compile(
     r"\b(?:talk soon|talk later|see you|see ya|bye|gotta go|got to go|have to run|must run|catch you later|good night"
-    r"|how are you|how was your|how have you been|what about you|thanks for|thank you for)\b",
+    r"|how are you|how was your|how have you been|what about you|thanks for|thank you for|have a (?:good|nice|great))\b",
     re.IGNORECASE,
 )
 # Words that start a sentence with a capital without being a name: the function words, the usual
-# openers of a spoken sentence and irregular verbs (regular ones end in -ed, -ing, -s).
+# openers of a spoken sentence, interjections and irregular verbs (regular ones end in -ed, -ing, -s).
 COMMON_OPENERS = frozenset(
     """a about after again all also am an and any are as at be been before being but by can could did do does
     doing done for from get got had has have having he her here hers him his how i if in into is it its just me
@@ -130,7 +130,8 @@ COMMON_OPENERS = frozenset(
     hear heard hold held sell sold sleep slept teach taught win won write wrote break broke choose chose begin
     began put set cut hit try ask look check call wait guess hope wish mind same right true fine sad funny poor
     lucky glad happy tired busy hard easy long short big small little new old best better worse worst last next
-    first second another quite rather pretty wait whatever""".split()
+    first second another quite rather pretty wait whatever aww ooh oops yay hmm ugh omg phew gosh eh huh meh hah
+    ha hehe yikes wow""".split()
 )
 NOT_NAMES = frozenset([*COMMON_OPENERS, *MONTHS, *WEEKDAYS, "i'm", "i've", "i'd", "i'll", "mr", "mrs", "ms", "dr"])
 CONTENT_STOP_WORDS = COMMON_OPENERS
@@ -272,7 +273,8 @@ def sentences_of(text: str) -> list[str]:
             found.append(pending)
     glued: list[str] = []
     for sentence in found:
-        if glued and len(WORD.findall(sentence)) <= FRAGMENT_WORDS and content_words(sentence):
+        fragment = len(WORD.findall(sentence)) <= FRAGMENT_WORDS and not GREETING_OR_GOODBYE.search(sentence)
+        if glued and fragment and content_words(sentence) and not SMALL_TALK.match(sentence):
             glued[-1] = f"{glued[-1]} {sentence}"  # "The gearbox, apparently.": says what the one before means
         else:
             glued.append(sentence)
