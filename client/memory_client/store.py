@@ -29,7 +29,7 @@ What the service does, and how it differs from ``InMemoryStore``:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.store.base import (
@@ -125,7 +125,7 @@ class ServiceStore(BaseStore):
                 "key": str(op.key),
                 "value": dict(op.value) if isinstance(op.value, Mapping) else op.value,  # the service names what it refuses
                 "index": False if index is False else None if index is None else list(index),
-                "ttl": op.ttl,
+                "ttl": _ttl_minutes(op.ttl),
             }
         if isinstance(op, ListNamespacesOp):
             return {
@@ -149,6 +149,22 @@ class ServiceStore(BaseStore):
         if kind == "list_namespaces":
             return [tuple(namespace) for namespace in answer]
         return None
+
+
+def _ttl_minutes(ttl: float | timedelta | datetime | None) -> float | None:
+    """Minutes to live from what a put may give: minutes, a ``timedelta``, or the moment the item
+    expires (a naive one is local time), as LangGraph's newer ``BaseStore`` converts them."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, datetime):
+        now = datetime.now() if ttl.tzinfo is None else datetime.now(timezone.utc)
+        ttl = ttl - now
+    if isinstance(ttl, timedelta):
+        minutes = ttl.total_seconds() / 60
+        if minutes <= 0:
+            raise ValueError(f"The ttl {ttl} is already past: give a moment to come, or minutes.")
+        return minutes
+    return ttl
 
 
 def _when(value: str) -> datetime:
