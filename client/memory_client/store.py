@@ -157,7 +157,7 @@ def _ttl_minutes(ttl: float | timedelta | datetime | None) -> float | None:
     if ttl is None:
         return None
     if isinstance(ttl, datetime):
-        now = datetime.now() if ttl.tzinfo is None else datetime.now(timezone.utc)
+        now = datetime.now() if ttl.tzinfo is None else datetime.now(timezone.utc)  # noqa: UP017 - the client runs on 3.10
         ttl = ttl - now
     if isinstance(ttl, timedelta):
         minutes = ttl.total_seconds() / 60

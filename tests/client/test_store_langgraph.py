@@ -16,8 +16,7 @@ the service alone, against what upstream expects.
 
 import asyncio
 from collections.abc import Iterator
-from datetime import datetime, timedelta
-from datetime import timezone as tz
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -325,7 +324,7 @@ def test_an_item_keeps_its_value_namespace_key_and_times(store: BaseStore) -> No
         "list": [1, "a", {"b": [2, 3]}],
         "nested": {"a": {"b": {}}},
     }
-    before = datetime.now(tz.utc)
+    before = datetime.now(UTC)
     store.put(("users", "42"), "prefs", value)
     store.put(("users", "42"), "", {"empty": "key"})
 
@@ -333,9 +332,10 @@ def test_an_item_keeps_its_value_namespace_key_and_times(store: BaseStore) -> No
 
     assert isinstance(item, Item)
     assert (item.namespace, item.key, item.value) == (("users", "42"), "prefs", value)
-    assert isinstance(item.created_at, datetime) and isinstance(item.updated_at, datetime)
+    assert isinstance(item.created_at, datetime)
+    assert isinstance(item.updated_at, datetime)
     assert item.created_at.tzinfo is not None
-    assert before - timedelta(seconds=5) <= item.created_at <= item.updated_at <= datetime.now(tz.utc) + timedelta(seconds=5)
+    assert before - timedelta(seconds=5) <= item.created_at <= item.updated_at <= datetime.now(UTC) + timedelta(seconds=5)
     assert store.get(("users", "42"), "").value == {"empty": "key"}
     assert store.get(("users", "42"), "missing") is None
     assert store.get(("users",), "prefs") is None
@@ -530,10 +530,13 @@ def test_a_query_ranks_only_the_items_that_pass_the_filter(store: BaseStore) -> 
     green = store.search(("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"})
     above = store.search(("test",), query="car", filter={"score": {"$gt": 3.2}})
 
-    assert sorted(keys(apples)) == ["doc1", "doc2"] and apples[0].key == "doc1"
-    assert sorted(keys(cars)) == ["doc1", "doc2"] and cars[0].key == "doc2"
+    assert sorted(keys(apples)) == ["doc1", "doc2"]
+    assert apples[0].key == "doc1"
+    assert sorted(keys(cars)) == ["doc1", "doc2"]
+    assert cars[0].key == "doc2"
     assert keys(green) == ["doc3"]
-    assert sorted(keys(above)) == ["doc1", "doc3", "doc4"] and above[0].key == "doc4"
+    assert sorted(keys(above)) == ["doc1", "doc3", "doc4"]
+    assert above[0].key == "doc4"
 
 
 def test_concurrent_queries_with_filters_answer_only_matching_items(store: BaseStore) -> None:
@@ -591,7 +594,8 @@ def test_a_query_pages_without_repeating_or_losing_items(store: BaseStore) -> No
     third = store.search(("test",), query="test", limit=2, offset=4)
     every = store.search(("test",), query="test", limit=10)
 
-    assert len(first) == len(second) == 2 and len(third) == 1
+    assert len(first) == len(second) == 2
+    assert len(third) == 1
     assert sorted(keys(first + second + third)) == [f"doc{i}" for i in range(5)]
     assert len(every) == 5
 
@@ -635,7 +639,7 @@ def expiry(tenant: Any, key: str) -> Any:
 
 def test_a_ttl_may_be_a_timedelta_or_a_moment_and_becomes_minutes(service_store: ServiceStore, tenant: Any) -> None:
     service_store.put(("test",), "k1", {"a": 1}, ttl=timedelta(minutes=15))  # type: ignore[arg-type]
-    asyncio.run(service_store.aput(("test",), "k2", {"a": 1}, ttl=datetime.now(tz.utc) + timedelta(minutes=60)))  # type: ignore[arg-type]
+    asyncio.run(service_store.aput(("test",), "k2", {"a": 1}, ttl=datetime.now(UTC) + timedelta(minutes=60)))  # type: ignore[arg-type]
     service_store.put(("test",), "k3", {"a": 1}, ttl=datetime.now() + timedelta(minutes=30))  # type: ignore[arg-type]
 
     assert StoreItem.objects.for_tenant(tenant).get(key="k1").ttl_minutes == 15
@@ -646,7 +650,7 @@ def test_a_ttl_may_be_a_timedelta_or_a_moment_and_becomes_minutes(service_store:
 
 def test_a_ttl_already_past_is_refused_before_anything_is_sent(service_store: ServiceStore, tenant: Any) -> None:
     with pytest.raises(ValueError, match="ttl"):
-        service_store.put(("test",), "k", {"a": 1}, ttl=datetime.now(tz.utc) - timedelta(minutes=1))  # type: ignore[arg-type]
+        service_store.put(("test",), "k", {"a": 1}, ttl=datetime.now(UTC) - timedelta(minutes=1))  # type: ignore[arg-type]
     assert not StoreItem.objects.for_tenant(tenant).exists()
 
 
