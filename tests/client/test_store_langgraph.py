@@ -632,6 +632,10 @@ def test_a_dotted_filter_field_reaches_into_nested_objects(service_store: Servic
     assert keys(service_store.search(("docs",), filter={"a.b": {"c": 5}})) == ["deep"]
     assert keys(service_store.search(("docs",), filter={"user.access-level": None})) == ["deep"]
 
+    service_store.put(("both",), "k", {"a.b": 1, "a": {"b": 2}})  # a field of that very name wins
+    assert keys(service_store.search(("both",), filter={"a.b": 1})) == ["k"]
+    assert service_store.search(("both",), filter={"a.b": 2}) == []
+
 
 def expiry(tenant: Any, key: str) -> Any:
     return StoreItem.objects.for_tenant(tenant).get(key=key).expires_at
