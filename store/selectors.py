@@ -24,7 +24,9 @@ matches ``("users", "42")`` and never ``("users-archive",)``.
 Filters (``filter_sql``) follow ``InMemoryStore``: a field's JSON value equals the one given
 (``$eq``, or a plain value; an object matches the fields it names, recursively; an array matches
 exactly), differs from it (``$ne``, also true when the field is missing), or compares as a number
-(``$gt``, ``$gte``, ``$lt``, ``$lte``, false when the field is not a number).
+(``$gt``, ``$gte``, ``$lt``, ``$lte``, false when the field is not a number). A dotted field name
+of the filter (``"user.level"``) reads the value's field of that very name when there is one, and
+otherwise the path it spells through nested objects, as LangGraph's newer ``InMemoryStore`` does.
 """
 
 from __future__ import annotations
@@ -96,42 +98,61 @@ def item_get(*, tenant: Tenant, namespace: tuple[str, ...], key: str, now: datet
 
 _VALUE = f'"{TABLE}"."value"'
 
+# A field of the filter: SQL for its JSON (NULL when missing) and the parameters that SQL takes.
+Field = tuple[str, list[Any]]
 
-def _equal_sql(path: list[str], expected: Any) -> tuple[str, list[Any]]:
+
+def _top_field(name: str) -> Field:
+    """A filter's field name: the value's field of that name, or else, for a dotted name, the path
+    it spells through nested objects (``"user.level"`` reads ``{"user": {"level": ...}}``)."""
+    if "." not in name:
+        return f"({_VALUE} -> %s)", [name]
+    return (
+        f"(CASE WHEN jsonb_exists({_VALUE}, %s) THEN {_VALUE} -> %s ELSE {_VALUE} #> %s END)",
+        [name, name, name.split(".")],
+    )
+
+
+def _child_field(parent: Field, name: str) -> Field:
+    return f"({parent[0]} -> %s)", [*parent[1], name]
+
+
+def _equal_sql(field: Field, expected: Any) -> tuple[str, list[Any]]:
+    sql, params = field
     if expected is None:  # a missing field equals None, as in InMemoryStore
-        return f"({_VALUE} #> %s IS NULL OR {_VALUE} #> %s = 'null'::jsonb)", [path, path]
-    return f"COALESCE({_VALUE} #> %s = %s::jsonb, false)", [path, json.dumps(expected)]
+        return f"({sql} IS NULL OR {sql} = 'null'::jsonb)", [*params, *params]
+    return f"COALESCE({sql} = %s::jsonb, false)", [*params, json.dumps(expected)]
 
 
-def _condition_sql(path: list[str], condition: Any) -> tuple[str, list[Any]]:
+def _condition_sql(field: Field, condition: Any) -> tuple[str, list[Any]]:
+    sql, field_params = field
     if isinstance(condition, dict) and any(name.startswith("$") for name in condition):
         parts: list[str] = []
         params: list[Any] = []
         for operator, operand in condition.items():
             if operator == "$eq":
-                sql, values = _equal_sql(path, operand)
+                part, values = _equal_sql(field, operand)
             elif operator == "$ne":
-                sql, values = _equal_sql(path, operand)
-                sql = f"NOT {sql}"
+                part, values = _equal_sql(field, operand)
+                part = f"NOT {part}"
             else:
                 comparison = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[operator]
-                sql = (
-                    f"(CASE WHEN jsonb_typeof({_VALUE} #> %s) = 'number' "
-                    f"THEN ({_VALUE} #>> %s)::float8 {comparison} %s ELSE false END)"
+                part = (
+                    f"(CASE WHEN jsonb_typeof({sql}) = 'number' THEN ({sql} #>> '{{}}')::float8 {comparison} %s ELSE false END)"
                 )
-                values = [path, path, float(operand)]
-            parts.append(sql)
+                values = [*field_params, *field_params, float(operand)]
+            parts.append(part)
             params.extend(values)
         return "(" + " AND ".join(parts) + ")", params
     if isinstance(condition, dict):
-        parts = [f"jsonb_typeof({_VALUE} #> %s) = 'object'"]
-        params = [path]
+        parts = [f"jsonb_typeof({sql}) = 'object'"]
+        params = list(field_params)
         for name, child in condition.items():
-            sql, values = _condition_sql([*path, name], child)
-            parts.append(sql)
+            part, values = _condition_sql(_child_field(field, name), child)
+            parts.append(part)
             params.extend(values)
         return "(" + " AND ".join(parts) + ")", params
-    return _equal_sql(path, condition)
+    return _equal_sql(field, condition)
 
 
 def filter_sql(filter: dict[str, Any]) -> tuple[str, list[Any]]:  # noqa: A002 - LangGraph's name
@@ -141,7 +162,7 @@ def filter_sql(filter: dict[str, Any]) -> tuple[str, list[Any]]:  # noqa: A002 -
     parts: list[str] = []
     params: list[Any] = []
     for name, condition in filter.items():
-        sql, values = _condition_sql([name], condition)
+        sql, values = _condition_sql(_top_field(name), condition)
         parts.append(sql)
         params.extend(values)
     return " AND ".join(parts), params

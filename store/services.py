@@ -26,7 +26,8 @@ both answer 400 ``details.field`` naming the operation and its field, e.g. ``ope
 - ``ttl``: minutes (a positive number up to ``MAX_TTL_MINUTES``) or null (the item never expires).
 - A filter is an object of value fields to a JSON value (equality; an object matches the fields it
   names, an array matches exactly) or to an object of operators ``$eq``, ``$ne``, ``$gt``,
-  ``$gte``, ``$lt``, ``$lte``; the ordering operators take a number and match only numbers.
+  ``$gte``, ``$lt``, ``$lte``; the ordering operators take a number and match only numbers. A
+  dotted field name is the value's field of that name, else the path through nested objects.
 - ``limit`` at most MEMORY_MAX_PAGE_SIZE, ``offset + limit`` at most a hundred pages.
 
 TTL: a put with ``ttl`` expires that many minutes after the write; a get or search with

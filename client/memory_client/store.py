@@ -17,19 +17,40 @@ What the service does, and how it differs from ``InMemoryStore``:
   ``index`` on ``put``: ``False`` not searchable by a query, a list of field paths, or (``None``)
   this store's ``index={"fields": [...]}``, else the whole value. The service embeds: there is no
   ``embed`` or ``dims`` to configure here.
-* Filters: equality (a value, or ``$eq``), ``$ne``, and ``$gt``, ``$gte``, ``$lt``, ``$lte`` on numbers.
-* TTL is supported (``supports_ttl``): ``ttl`` in minutes on ``put`` (``ttl={"default_ttl": ...}``
-  for every put), refreshed by reads unless ``refresh_ttl=False`` (``ttl={"refresh_on_read": False}``
-  changes the default). An expired item is never answered; the service deletes it.
-* A namespace label is a non-empty string without "."; a value is a JSON object within the
-  service's ``MEMORY_MAX_STORE_VALUE_BYTES``. A refusal raises ``MemoryServiceError`` (400) naming
-  the operation and field.
+* Filters: equality (a value, or ``$eq``), ``$ne``, and ``$gt``, ``$gte``, ``$lt``, ``$lte`` on
+  numbers. A dotted filter field (``{"user.level": 2}``) reads the value's field of that very name
+  when there is one, else the path through nested objects (LangGraph's newer ``InMemoryStore``
+  walks the path; the 4.x one reads only the top-level field).
+* TTL is supported (``supports_ttl``): ``ttl`` in minutes on ``put``, or a ``timedelta``, or the
+  moment the item expires (a naive one is local time; one already past raises ``ValueError``);
+  ``ttl={"default_ttl": ...}`` for every put. Reads refresh it unless ``refresh_ttl=False``
+  (``ttl={"refresh_on_read": False}`` changes the default). An expired item is never answered; the
+  service deletes it. A put without ``ttl`` makes the item last.
+* A namespace label is a non-empty string without "." or NUL: ``InvalidNamespaceError`` is raised
+  here before anything is sent, for ops given to ``batch`` directly too (``InMemoryStore`` checks
+  only in ``put``, ``get``, ``search``, ``delete`` and ``list_namespaces``). A value is a JSON object
+  within the service's ``MEMORY_MAX_STORE_VALUE_BYTES``. A refusal raises ``MemoryServiceError``
+  (400) naming the operation and field.
+
+Where the answers differ from ``InMemoryStore`` (LangGraph's own store tests, run on both stores,
+answer alike otherwise):
+
+* An overwrite keeps the item's ``created_at`` (``InMemoryStore`` sets it again), as a database
+  store does; ``updated_at`` moves.
+* ``list_namespaces`` lists namespaces that hold items. ``InMemoryStore`` also lists one whose
+  items were all deleted, or that a ``get`` merely looked in; and such a namespace keeps its place
+  in an unranked search there, while here it takes its place from its items written since.
+* A query is always ranked (the service indexes every item unless ``index=False``);
+  ``InMemoryStore`` without ``index`` ignores the query.
+* Filters compare JSON: ``True`` never equals ``1``, and an ordering operator on a missing,
+  boolean or text field is false (``InMemoryStore`` compares ``float()`` of it, or raises).
+* A batch ``PutOp`` with the empty namespace is refused (400); ``InMemoryStore`` stores it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from langgraph.store.base import (
@@ -125,7 +146,7 @@ class ServiceStore(BaseStore):
                 "key": str(op.key),
                 "value": dict(op.value) if isinstance(op.value, Mapping) else op.value,  # the service names what it refuses
                 "index": False if index is False else None if index is None else list(index),
-                "ttl": op.ttl,
+                "ttl": _ttl_minutes(op.ttl),
             }
         if isinstance(op, ListNamespacesOp):
             return {
@@ -149,6 +170,22 @@ class ServiceStore(BaseStore):
         if kind == "list_namespaces":
             return [tuple(namespace) for namespace in answer]
         return None
+
+
+def _ttl_minutes(ttl: float | timedelta | datetime | None) -> float | None:
+    """Minutes to live from what a put may give: minutes, a ``timedelta``, or the moment the item
+    expires (a naive one is local time), as LangGraph's newer ``BaseStore`` converts them."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, datetime):
+        now = datetime.now() if ttl.tzinfo is None else datetime.now(timezone.utc)  # noqa: UP017 - the client runs on 3.10
+        ttl = ttl - now
+    if isinstance(ttl, timedelta):
+        minutes = ttl.total_seconds() / 60
+        if minutes <= 0:
+            raise ValueError(f"The ttl {ttl} is already past: give a moment to come, or minutes.")
+        return minutes
+    return ttl
 
 
 def _when(value: str) -> datetime:

@@ -258,6 +258,35 @@ def test_a_filter_keeps_the_items_langgraphs_in_memory_store_keeps(api, conditio
     assert keys(found) == [str(index) for index, value in enumerate(FILTER_VALUES) if in_memory_keeps(value)]
 
 
+DOTTED_VALUES = [
+    {"user": {"access-level": "nested", "age": 40}},
+    {"user": {"access-level": "top"}, "user.access-level": "nested"},
+    {"user": "flat"},
+    {"a": {"b": {"c": 5}}},
+]
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        ({"user.access-level": "nested"}, ["0", "1"]),  # the path, or the field of that very name
+        ({"user.access-level": "top"}, []),
+        ({"user.access-level": None}, ["2", "3"]),
+        ({"user.age": {"$gte": 40}}, ["0"]),
+        ({"a.b.c": 5}, ["3"]),
+        ({"a.b": {"c": {"$lt": 6}}}, ["3"]),
+        ({"a.b.c.d": None}, ["0", "1", "2", "3"]),
+    ],
+    ids=str,
+)
+def test_a_dotted_filter_field_is_the_field_of_that_name_or_else_the_nested_path(api, condition, expected):
+    batch(api, *[put(["d"], str(index), value) for index, value in enumerate(DOTTED_VALUES)])
+
+    (found,) = batch(api, search(["d"], filter=condition))
+
+    assert keys(found) == expected
+
+
 def test_a_query_ranks_the_item_that_answers_it_first_with_descending_scores(api):
     batch(
         api,
