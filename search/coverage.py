@@ -86,7 +86,9 @@ def embedding_backlog(*, within: timedelta = BACKLOG_WINDOW) -> list[TenantBackl
         figures = recent.exclude(Exists(_vectors(tenant=tenant, model=model))).aggregate(
             not_embedded=Count("pk"), oldest=Min("persisted_at")
         )
-        backlog.append(TenantBacklog(tenant=tenant.slug, not_embedded=figures["not_embedded"], oldest_persisted_at=figures["oldest"]))
+        backlog.append(
+            TenantBacklog(tenant=tenant.slug, not_embedded=figures["not_embedded"], oldest_persisted_at=figures["oldest"])
+        )
     return backlog
 
 

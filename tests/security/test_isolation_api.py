@@ -49,6 +49,7 @@ checkpoints:checkpoint-detail        GET      404     not found
 checkpoints:checkpoint-writes        POST     404     not found, nothing written
 search:conversation-search           GET      404     not found
 search:user-search                   GET      200     acme's user of that id: no results
+search:user-search-status            GET      200     acme's user of that id: no messages, none pending
 summaries:summary-list               GET      404     not found
 summaries:summary-list               POST     404     not found, nothing summarised
 facts:fact-list                      GET      200     acme's user of that id: no facts
@@ -553,6 +554,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("search:conversation-search", "GET"): Rule(404, query=lambda world: {"q": world.search_words}),
     ("search:user-search", "GET"): Rule(
         200, query=lambda world: {"q": world.search_words}, answer=lambda body, world: body["results"] == []
+    ),
+    ("search:user-search-status", "GET"): Rule(
+        200, answer=lambda body, world: body["messages"] == 0 and body["pending_persist"] == 0 and body["searchable"]
     ),
     ("summaries:summary-list", "GET"): NOT_FOUND,
     ("summaries:summary-list", "POST"): NOT_FOUND,
