@@ -2,6 +2,7 @@
 ``/search/status/``, and the embedding backlog in ``/metrics``, through the real append, persist and
 embed path (the tasks run here, in order, as the workers would)."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -9,9 +10,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from conversations.models import Message
-from search import services
+from search import coverage, services
 from search.models import MessageEmbedding
 from tests.conftest import run_queued_tasks, take_queued_tasks
+from tests.conversations.test_api import redis_unreachable
 from tests.factories import conversation_with_messages
 
 pytestmark = pytest.mark.django_db
@@ -109,8 +111,8 @@ def test_tool_system_and_empty_messages_never_hold_a_conversation_back(api, tena
     )
     assert coverage_of(api, "tools")["searchable"] is False
     services.conversation_embed(tenant=tenant, conversation_id="tools")
-    coverage = coverage_of(api, "tools")
-    assert (coverage["messages"], coverage["embedded"], coverage["searchable"]) == (1, 1, True)
+    found = coverage_of(api, "tools")
+    assert (found["messages"], found["embedded"], found["searchable"]) == (1, 1, True)
 
 
 def test_only_vectors_of_the_tenants_current_model_count(api, tenant):
@@ -187,3 +189,24 @@ def test_the_backlog_leaves_out_messages_older_than_the_backfills_day(client, te
     Message.objects.for_tenant(tenant).update(persisted_at=timezone.now() - timedelta(days=2))
     text = client.get("/metrics", **SCRAPER).content.decode()
     assert metric(text, "memory_embedding_backlog_messages", "acme") == 0
+
+
+def test_with_redis_unreachable_the_pending_writes_are_unknown_and_nothing_claims_to_be_searchable(tenant):
+    conversation_with_messages(tenant, "c1", 2, user_id="caroline")
+    services.conversation_embed(tenant=tenant, conversation_id="c1")
+    with redis_unreachable():
+        found = coverage.user_coverage(tenant=tenant, user_id="caroline")
+    assert (found.embedded, found.not_embedded, found.pending_persist, found.searchable) == (2, 0, None, False)
+
+
+def test_the_openapi_schema_documents_the_status_and_the_conversations_coverage(client):
+    schema = json.loads(client.get("/api/schema/", {"format": "json"}).content)
+    status = schema["paths"]["/api/v1/users/{user_id}/search/status/"]["get"]
+    assert status["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].endswith("/UserSearchStatus")
+    detail = schema["paths"]["/api/v1/conversations/{conversation_id}/"]["get"]["responses"]["200"]
+    name = detail["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert "search_coverage" in schema["components"]["schemas"][name]["properties"]
+    coverage_fields = schema["components"]["schemas"]["SearchCoverage"]["properties"]
+    assert {"messages", "embedded", "not_embedded", "pending_persist", "searchable", "oldest_not_embedded_at"} <= set(
+        coverage_fields
+    )
