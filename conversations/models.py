@@ -112,6 +112,8 @@ class Message(models.Model):
             # Keyword search over the content.
             GinIndex(CONTENT_WORDS, name="message_search"),
             GinIndex(CONTENT_TERMS, name="message_terms"),
+            # Recently persisted messages without a vector: the embeddings backfill and the lag in /metrics.
+            models.Index(fields=["tenant", "persisted_at"], name="message_persisted"),
         ]
 
     def __str__(self) -> str:

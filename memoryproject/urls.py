@@ -20,7 +20,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         return HttpResponse("Metrics are off: set MEMORY_METRICS_TOKEN and scrape with that bearer token.\n", status=404)
     if not metrics_token_matches(request.headers.get("Authorization", "")):
         return HttpResponse("Send Authorization: Bearer <MEMORY_METRICS_TOKEN>.\n", status=401)
-    return HttpResponse(generate_latest(metrics.registry()), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(generate_latest(metrics.scrape()), content_type=CONTENT_TYPE_LATEST)
 
 
 urlpatterns = [

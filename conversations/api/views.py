@@ -20,6 +20,8 @@ from rest_framework.views import APIView
 from conversations import content_parts, context, selectors, services
 from conversations.api import parsers, renderers, serializers
 from conversations.exceptions import LimitExceeded, NotFound
+from search import coverage as search_coverage
+from search.api import coverage as search_coverage_api
 from tenants import authentication
 from tenants.models import Tenant
 
@@ -154,10 +156,14 @@ class ConversationListView(TenantAPIView):
 
 
 class ConversationDetailView(TenantAPIView):
-    @extend_schema(responses=serializers.ConversationSerializer)
+    @extend_schema(responses=search_coverage_api.ConversationDetailSerializer)
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_get(tenant=self.tenant, conversation_id=_conversation_id(conversation_id))
-        return Response(serializers.ConversationSerializer(conversation).data)
+        found = search_coverage.conversation_coverage(tenant=self.tenant, conversation=conversation)
+        return Response(
+            serializers.ConversationSerializer(conversation).data
+            | {"search_coverage": search_coverage_api.coverage_answer(found)}
+        )
 
     @extend_schema(request=serializers.ConversationUpdateSerializer, responses=serializers.ConversationSerializer)
     def patch(self, request: Request, conversation_id: str) -> Response:

@@ -49,6 +49,7 @@ checkpoints:checkpoint-detail        GET      404     not found
 checkpoints:checkpoint-writes        POST     404     not found, nothing written
 search:conversation-search           GET      404     not found
 search:user-search                   GET      200     acme's user of that id: no results
+search:user-search-status            GET      200     acme's user of that id: no messages, none pending
 summaries:summary-list               GET      404     not found
 summaries:summary-list               POST     404     not found, nothing summarised
 facts:fact-list                      GET      200     acme's user of that id: no facts
@@ -554,6 +555,9 @@ RULES: dict[tuple[str, str], Rule] = {
     ("search:user-search", "GET"): Rule(
         200, query=lambda world: {"q": world.search_words}, answer=lambda body, world: body["results"] == []
     ),
+    ("search:user-search-status", "GET"): Rule(
+        200, answer=lambda body, world: body["messages"] == 0 and body["pending_persist"] == 0 and body["searchable"]
+    ),
     ("summaries:summary-list", "GET"): NOT_FOUND,
     ("summaries:summary-list", "POST"): NOT_FOUND,
     ("facts:fact-list", "GET"): Rule(200, answer=lambda body, world: body["facts"] == [] and body["total_tokens"] == 0),
@@ -773,8 +777,9 @@ READS = [
     for endpoint in ENDPOINTS
     if (endpoint.method == "GET" or endpoint.key == ("api:conversation-context", "POST")) and endpoint.name != SLASHED_ID
 ]
-# Reads that answer no tenant content at all.
-NO_TENANT_CONTENT = {"api:root", "api:status"}
+# Reads that answer no tenant content at all (the search status only counts: that the counts are the
+# caller's own is tests/search/test_coverage.py's).
+NO_TENANT_CONTENT = {"api:root", "api:status", "search:user-search-status"}
 
 
 def test_with_the_same_ids_in_both_tenants_every_read_answers_acmes_own_and_nothing_of_globex(

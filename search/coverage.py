@@ -1,0 +1,137 @@
+"""How much of a history search covers: the messages persisted but not embedded yet, and those
+appended but not persisted yet.
+
+Contract
+--------
+* ``conversation_coverage(tenant=, conversation=)`` and ``user_coverage(tenant=, user_id=)`` answer a
+  ``SearchCoverage``. ``messages`` counts the persisted messages the embedder embeds (user and
+  assistant messages with content, archived or not: ``search.services._missing`` skips the rest),
+  ``embedded`` those with a vector under the tenant's current model, ``pending_persist`` the writes
+  acknowledged but still pending in Redis (any role; None when Redis does not answer).
+  ``searchable`` is true once every message appended so far is persisted and embedded: a client that
+  loaded a history polls until it is. A tenant without an embedding model searches by words only, so
+  nothing awaits a vector there.
+* ``embedding_backlog()`` answers, per active tenant with a model, the messages persisted within the
+  backfill's window that have no vector and the persist time of the oldest: what ``/metrics`` shows
+  as the derived queue's lag. Older ones are left to ``manage.py reembed``, as the backfill leaves them.
+
+Every count is one index-backed query: the user's conversations (``conversation_user_recent``), their
+messages (``message_window``), an anti-join on the vectors' unique (message, model) index.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import redis
+import structlog
+from django.db.models import Count, Exists, FilteredRelation, Min, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from conversations import cache
+from conversations.models import Conversation, Message
+from search.models import MessageEmbedding
+from search.selectors import SEARCHED_ROLES
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+# The persisted messages the backlog looks at: the backfill's window (search.services.embeddings_backfill).
+BACKLOG_WINDOW = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class SearchCoverage:
+    embedding_model: str | None
+    messages: int
+    embedded: int
+    not_embedded: int
+    pending_persist: int | None
+    oldest_not_embedded_at: datetime | None
+
+    @property
+    def searchable(self) -> bool:
+        """Every message appended so far is persisted and embedded (unknown while Redis is down: false)."""
+        return self.not_embedded == 0 and self.pending_persist == 0
+
+
+@dataclass(frozen=True)
+class TenantBacklog:
+    tenant: str
+    not_embedded: int
+    oldest_persisted_at: datetime | None
+
+
+def conversation_coverage(*, tenant: Tenant, conversation: Conversation) -> SearchCoverage:
+    messages = Message.objects.for_tenant(tenant).filter(conversation=conversation)
+    return _coverage(tenant=tenant, messages=messages, conversation_ids=[conversation.conversation_id])
+
+
+def user_coverage(*, tenant: Tenant, user_id: str) -> SearchCoverage:
+    conversations = Conversation.objects.for_tenant(tenant).filter(user_id=user_id)
+    messages = Message.objects.for_tenant(tenant).filter(conversation__in=conversations.values("pk"))
+    conversation_ids = list(conversations.values_list("conversation_id", flat=True))
+    return _coverage(tenant=tenant, messages=messages, conversation_ids=conversation_ids)
+
+
+def embedding_backlog(*, within: timedelta = BACKLOG_WINDOW) -> list[TenantBacklog]:
+    since = timezone.now() - within
+    backlog = []
+    for tenant in Tenant.objects.filter(active=True).order_by("slug"):
+        model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+        if not model:
+            continue
+        recent = _searched(Message.objects.for_tenant(tenant).filter(persisted_at__gte=since))
+        figures = recent.exclude(Exists(_vectors(tenant=tenant, model=model))).aggregate(
+            not_embedded=Count("pk"), oldest=Min("persisted_at")
+        )
+        backlog.append(
+            TenantBacklog(tenant=tenant.slug, not_embedded=figures["not_embedded"], oldest_persisted_at=figures["oldest"])
+        )
+    return backlog
+
+
+def _coverage(*, tenant: Tenant, messages: QuerySet[Message], conversation_ids: list[str]) -> SearchCoverage:
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL") or None
+    messages = _searched(messages)
+    if model is None:
+        figures = {"messages": messages.count(), "embedded": 0, "oldest": None}
+    else:
+        # One pass: each message joined to its vector under the model, if any (unique per message and model).
+        figures = messages.annotate(vector=FilteredRelation("embeddings", condition=Q(embeddings__model=model))).aggregate(
+            messages=Count("pk"),
+            embedded=Count("vector"),
+            oldest=Min("persisted_at", filter=Q(vector__isnull=True)),
+        )
+    return SearchCoverage(
+        embedding_model=model,
+        messages=figures["messages"],
+        embedded=figures["embedded"],
+        not_embedded=0 if model is None else figures["messages"] - figures["embedded"],
+        pending_persist=_pending_persist(tenant=tenant, conversation_ids=conversation_ids),
+        oldest_not_embedded_at=figures["oldest"],
+    )
+
+
+def _searched(messages: QuerySet[Message]) -> QuerySet[Message]:
+    """The messages the embedder embeds (``search.services._missing`` without the vector test)."""
+    return messages.filter(role__in=SEARCHED_ROLES).exclude(content="")
+
+
+def _vectors(*, tenant: Tenant, model: str) -> QuerySet[MessageEmbedding]:
+    return MessageEmbedding.objects.for_tenant(tenant).filter(message=OuterRef("pk"), model=model)
+
+
+def _pending_persist(*, tenant: Tenant, conversation_ids: list[str]) -> int | None:
+    """The writes acknowledged but not persisted yet: the size of each conversation's pending hash."""
+    if not conversation_ids:
+        return 0
+    try:
+        pipeline = cache.client().pipeline(transaction=False)
+        for conversation_id in conversation_ids:
+            pipeline.hlen(cache.ConversationKeys.of(tenant.slug, conversation_id).pending)
+        return sum(pipeline.execute())
+    except redis.RedisError as error:
+        logger.warning("search_coverage_pending_unknown", tenant=tenant.slug, error=str(error)[:200])
+        return None
