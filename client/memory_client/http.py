@@ -263,6 +263,19 @@ class SearchHit(TypedDict):
     score: float
 
 
+class SearchStatus(TypedDict):
+    """Whether search covers a user's history: messages persisted and embedded, and still waiting."""
+
+    user_id: str
+    embedding_model: str | None
+    messages: int
+    embedded: int
+    not_embedded: int
+    pending_persist: int | None
+    searchable: bool
+    oldest_not_embedded_at: str | None
+
+
 class SearchResult(TypedDict):
     """Hits best first, with what the search covered."""
 
@@ -981,6 +994,14 @@ class MemoryClient:
 
     async def aerase_user(self, user_id: str) -> UserErased:
         return await self._asend(_Call("DELETE", _user_path(user_id)))
+
+    def search_status(self, user_id: str) -> SearchStatus:
+        """Whether search covers the user's history yet: ``searchable`` once every message appended
+        is persisted and embedded (``not_embedded`` and ``pending_persist`` count what is waiting)."""
+        return self._send(_Call("GET", _user_path(user_id, "search", "status")))
+
+    async def asearch_status(self, user_id: str) -> SearchStatus:
+        return await self._asend(_Call("GET", _user_path(user_id, "search", "status")))
 
     # --- checkpoints ----------------------------------------------------------------------------
 

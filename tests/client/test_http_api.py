@@ -121,6 +121,22 @@ def test_search_finds_messages_in_the_conversation_and_across_the_users(memory: 
     assert asyncio.run(memory.asearch_user("caroline", "Rex", mode="keyword"))["results"][0]["conversation_id"] == "bars"
 
 
+def test_the_search_status_counts_what_search_covers(memory: MemoryClient) -> None:
+    memory.append(
+        "notes", [{"role": "user", "content": "Rex is a beagle."}, {"role": "assistant", "content": "Noted."}], user_id="rita"
+    )
+    persisted(memory, "notes", 2)
+
+    status = memory.search_status("rita")
+    assert status["user_id"] == "rita"
+    assert status["messages"] == 2
+    assert status["pending_persist"] == 0
+    assert status["embedded"] + status["not_embedded"] == 2
+    assert status["searchable"] is (status["not_embedded"] == 0)
+    nobody = asyncio.run(memory.asearch_status("nobody-at-all"))
+    assert (nobody["messages"], nobody["searchable"]) == (0, True)
+
+
 def test_a_summary_made_on_request_is_listed(memory: MemoryClient) -> None:
     assert memory.summaries("never-spoken") == []
     memory.append(
