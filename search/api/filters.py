@@ -70,9 +70,8 @@ class SearchFiltersSerializer(serializers.Serializer):
         if isinstance(data, dict) and not html.is_html_input(data):
             unknown = set(data) - set(self.fields)
             if unknown:
-                raise serializers.ValidationError(
-                    f"Unknown fields: {', '.join(sorted(unknown))}; allowed: {', '.join(self.fields)}."
-                )
+                allowed = ", ".join(self.fields)
+                raise serializers.ValidationError({name: [f"Unknown field; allowed: {allowed}."] for name in sorted(unknown)})
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
