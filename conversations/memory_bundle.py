@@ -3,7 +3,8 @@
 Contract
 --------
 ``memory_bundle`` gathers, for one conversation and the current query: the messages most relevant to
-the query (``search``, best first, with similarity, timestamp and conversation), the recent messages
+the query (``search``, best first, with similarity, timestamp and conversation; ``filters``, the
+search filters of ``search.filters``, narrow what it may find), the recent messages
 (the last 6 question/answer pairs), the newest summaries (``summaries``), the user's facts
 (``facts``) and the query embedding's dimension, in seed 003's shape. ``render_prompt`` assembles
 them in seed 003's order with its truncation limits (history 10 x 200 characters, summaries
@@ -14,7 +15,7 @@ part the context endpoint adds to the system message, within a share of the toke
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from django.conf import settings
@@ -24,6 +25,9 @@ from conversations import tokens
 from conversations.exceptions import NotFound
 from search.embeddings import EmbeddingModelError
 from tenants.models import Tenant
+
+if TYPE_CHECKING:
+    from search.filters import SearchFilters
 
 logger = structlog.get_logger(__name__)
 
@@ -48,6 +52,7 @@ def memory_bundle(
     query: str | None,
     history: list[dict[str, Any]],
     top_k: int | None = None,
+    filters: SearchFilters | None = None,
 ) -> dict[str, Any]:
     from facts.selectors import facts_for_context
     from search.selectors import SearchRequest, memory_search
@@ -62,7 +67,9 @@ def memory_bundle(
             result = memory_search(
                 tenant=tenant,
                 # A query longer than a search takes is searched by its beginning, not refused.
-                request=SearchRequest.for_tenant(tenant, query=query[: settings.MEMORY_MAX_QUERY_CHARS], top_k=top_k),
+                request=SearchRequest.for_tenant(
+                    tenant, query=query[: settings.MEMORY_MAX_QUERY_CHARS], top_k=top_k, filters=filters
+                ),
                 conversation_id=conversation_id,
             )
         except NotFound:

@@ -263,6 +263,7 @@ def conversation_context(
     checkpoint_namespace: str | None = None,
     use_memory: bool = False,
     top_k: int | None = None,
+    memory_filters: Any = None,
 ) -> dict[str, Any]:
     """Seed 001 ``build_agent_context``: the messages to send and what they were built from, and with
     ``checkpoint_namespace`` the agent's latest checkpoint there (seed 004's ingest merges it).
@@ -274,7 +275,7 @@ def conversation_context(
     budget, and the answer carries the memory bundle and seed 003's rendered prompt; facts change
     without the conversation changing, so such a context is never served from the cache.
     """
-    memory = {"top_k": top_k} if use_memory else None
+    memory = {"top_k": top_k, "filters": memory_filters} if use_memory else None
     answer = _context(tenant=tenant, conversation_id=conversation_id, request=request, memory=memory)
     if checkpoint_namespace is not None:
         from checkpoints.selectors import checkpoint_latest
@@ -316,6 +317,7 @@ def _context(
             request=request,
             history=history,
             top_k=memory["top_k"],
+            filters=memory["filters"],
             current_id=current["id"] if current else None,
         )
     built = context.build(history=history, request=request, older_turns=older_turns)
@@ -370,6 +372,7 @@ def _with_memory(
     request: context.ContextRequest,
     history: list[dict[str, Any]],
     top_k: int | None,
+    filters: Any = None,
     current_id: str | None = None,
 ) -> tuple[dict[str, Any], str, context.ContextRequest]:
     from conversations import memory_bundle
@@ -378,7 +381,13 @@ def _with_memory(
     user_id = owner["user_id"] if owner else ""
     location = (owner or {}).get("metadata", {}).get("location")
     bundle = memory_bundle.memory_bundle(
-        tenant=tenant, conversation_id=conversation_id, user_id=user_id, query=request.query, history=history, top_k=top_k
+        tenant=tenant,
+        conversation_id=conversation_id,
+        user_id=user_id,
+        query=request.query,
+        history=history,
+        top_k=top_k,
+        filters=filters,
     )
     # The query's own message, stored before asking, is the best match of the query: never an "earlier" one.
     bundle["context"] = [item for item in bundle["context"] if item["message_id"] != current_id]

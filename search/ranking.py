@@ -15,11 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from search.filters import MESSAGE_FILTERS_SQL
+
 # Lucene's BM25 (k1 1.2, b 0.75, idf ln(1 + (N - df + 0.5) / (df + 0.5))) over the messages of a
 # scope, computed where the rows are. Terms are PostgreSQL's "english" lexemes (stemmed, stop words
 # dropped), matched through the GIN index ``message_terms`` on the same expression; the document
 # length is the message's token count, its average taken over the scope. Parameters: tenant,
-# conversations (primary keys), query (text), limit (newest messages of the scope considered), top.
+# conversations (primary keys), query (text), limit (newest messages of the scope considered), top,
+# and the filters' (``search.filters``): the scope is the filtered messages, so the statistics and
+# the ranking are those of the messages that match.
 # The query's lexemes and their tsquery: the CTEs every BM25 query here begins with.
 BM25_QUERY_TERMS = """
 query_terms AS (
@@ -56,9 +60,10 @@ BM25_SQL = (
     "WITH "  # noqa: S608 (constant parts only; the values are query parameters)
     + BM25_QUERY_TERMS
     + """scope AS MATERIALIZED (
-    SELECT id, token_count FROM conversation_messages
-    WHERE tenant_id = %(tenant)s AND conversation_id = ANY(%(conversations)s) AND role IN ('user', 'assistant')
-    ORDER BY created_at DESC, id DESC
+    SELECT m.id, m.token_count FROM conversation_messages AS m
+    WHERE m.tenant_id = %(tenant)s AND m.conversation_id = ANY(%(conversations)s) AND m.role IN ('user', 'assistant')"""
+    + MESSAGE_FILTERS_SQL
+    + """    ORDER BY m.created_at DESC, m.id DESC
     LIMIT %(limit)s
 ),
 """
@@ -75,6 +80,12 @@ BM25_SQL = (
 ),
 """
     + BM25_SCORES
+)
+# The messages of the scope a search's filters let through (the vector side keeps only these).
+FILTERED_MESSAGES_SQL = (
+    """SELECT m.id FROM conversation_messages AS m
+    WHERE m.tenant_id = %(tenant)s AND m.conversation_id = ANY(%(conversations)s) AND m.role IN ('user', 'assistant')"""  # noqa: S608 (constant parts only)
+    + MESSAGE_FILTERS_SQL
 )
 
 RRF_K = 60

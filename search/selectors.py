@@ -19,6 +19,11 @@ Scope: ``conversation`` (that conversation), ``user`` (every conversation of the
 ``cross_session_trigger`` messages). ``candidate_limit`` bounds the messages one search considers
 (the newest of the scope). Only user and assistant messages are searched. Messages persisted but not
 embedded yet are found by their words, and by meaning once the worker has embedded them.
+
+Filters (``SearchRequest.filters``, ``search.filters``) narrow the scope before anything is ranked:
+the conversation filters narrow its conversations (never adding one), the message filters its
+messages, in the BM25 scope and among the vectors alike; so ``top_k`` is the best of the messages
+that match, and every limit above counts matching messages only.
 """
 
 from __future__ import annotations
@@ -35,11 +40,11 @@ from django.db import connection
 from conversations.exceptions import LimitExceeded, NotFound
 from conversations.models import Conversation, Message
 from search import embeddings, ranking, vectors
+from search.filters import NO_FILTERS, SearchFilters
 from tenants.models import Tenant
 
 MODES = ("hybrid", "semantic", "keyword")
 SCOPES = ("auto", "conversation", "user")
-SEARCHED_ROLES = ("user", "assistant")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class SearchRequest:
     candidate_limit: int = 20_000
     # The vectors to compare: the tenant's model unless named (the retrieval evaluation compares models).
     embedding_model: str | None = None
+    filters: SearchFilters = NO_FILTERS
 
     @classmethod
     def for_tenant(cls, tenant: Tenant, **given: Any) -> SearchRequest:
@@ -128,6 +134,7 @@ class _Scope:
     name: str
     conversation_pks: list[int]
     current_pk: int | None
+    filters: SearchFilters = NO_FILTERS
 
 
 def memory_search(
@@ -176,11 +183,21 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
     else:
         name = "user" if current["message_count"] < request.cross_session_trigger else "conversation"
     if name == "conversation" or not user_id:
-        return _Scope(name=name, conversation_pks=[current_pk] if current_pk else [], current_pk=current_pk)
-    pks = list(conversations.filter(user_id=user_id).order_by("-updated_at").values_list("pk", flat=True))
-    if current_pk and current_pk not in pks:
-        pks.insert(0, current_pk)
-    return _Scope(name=name, conversation_pks=pks, current_pk=current_pk)
+        pks = [current_pk] if current_pk else []
+    else:
+        pks = list(conversations.filter(user_id=user_id).order_by("-updated_at").values_list("pk", flat=True))
+        if current_pk and current_pk not in pks:
+            pks.insert(0, current_pk)
+    filters = request.filters
+    if filters.narrows_conversations and pks:
+        allowed = conversations.filter(pk__in=pks)
+        if filters.agent_ids:
+            allowed = allowed.filter(agent_id__in=filters.agent_ids)
+        if filters.conversation_ids:
+            allowed = allowed.filter(conversation_id__in=filters.conversation_ids)
+        kept = set(allowed.values_list("pk", flat=True))
+        pks = [pk for pk in pks if pk in kept]
+    return _Scope(name=name, conversation_pks=pks, current_pk=current_pk, filters=filters)
 
 
 def _semantic(
@@ -189,7 +206,7 @@ def _semantic(
     if query_vector is None or not scope.conversation_pks:
         return [], 0
     limit = request.vector_fetch_limit
-    found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
+    found = _vectors(tenant=tenant, scope=scope, model=model)
     current = vectors.newest([found.get(scope.current_pk, vectors.EMPTY)], limit)
     chosen = current
     extend = scope.name == "user" or (scope.name == "auto" and len(current.keys) < request.cross_session_trigger)
@@ -213,7 +230,7 @@ def _hybrid(
     if request.mode == "keyword" or query_vector is None:
         ranked = [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]]
         return ranked, len(keyword)
-    found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
+    found = _vectors(tenant=tenant, scope=scope, model=model)
     chosen = vectors.newest(list(found.values()), request.candidate_limit)
     similarities = ranking.cosine(query_vector, chosen.matrix)
     order = np.argsort(-similarities, kind="stable")[:depth]
@@ -224,12 +241,24 @@ def _hybrid(
     return ranking.fuse(vector=vector, keyword=keyword, top_k=request.top_k), len(keys)
 
 
-def _bm25(*, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int) -> list[tuple[int, float]]:
+def _vectors(*, tenant: Tenant, scope: _Scope, model: str) -> dict[int, vectors.ConversationVectors]:
+    """The scope's vectors, each conversation's reduced to the messages its filters let through."""
+    found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
+    if not scope.filters.narrows_messages or not found:
+        return found
     with connection.cursor() as cursor:
         cursor.execute(
-            ranking.BM25_SQL,
-            {"tenant": tenant.pk, "conversations": scope.conversation_pks, "query": query, "limit": limit, "top": top},
+            ranking.FILTERED_MESSAGES_SQL,
+            {"tenant": tenant.pk, "conversations": list(found), **scope.filters.sql_parameters()},
         )
+        allowed = np.fromiter((key for (key,) in cursor.fetchall()), dtype=np.int64)
+    return {pk: vectors.only(part, allowed) for pk, part in found.items()}
+
+
+def _bm25(*, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int) -> list[tuple[int, float]]:
+    parameters = {"tenant": tenant.pk, "conversations": scope.conversation_pks, "query": query, "limit": limit, "top": top}
+    with connection.cursor() as cursor:
+        cursor.execute(ranking.BM25_SQL, parameters | scope.filters.sql_parameters())
         return [(key, float(score)) for key, score in cursor.fetchall()]
 
 

@@ -26,8 +26,8 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from search import embeddings
+from search.filters import SEARCHED_ROLES
 from search.models import MessageEmbedding
-from search.selectors import SEARCHED_ROLES
 from tenants.models import Tenant, tenant_choice_refusal
 
 logger = structlog.get_logger(__name__)

@@ -109,6 +109,14 @@ def newest(parts: list[ConversationVectors], limit: int) -> ConversationVectors:
     )
 
 
+def only(part: ConversationVectors, keys: np.ndarray) -> ConversationVectors:
+    """The rows of ``part`` whose message key is one of ``keys``, in their order."""
+    keep = np.isin(part.keys, keys)
+    if keep.all():
+        return part
+    return ConversationVectors(signature=(0, 0), keys=part.keys[keep], created=part.created[keep], matrix=part.matrix[keep])
+
+
 def _remember(key: tuple[int, int, str], entry: ConversationVectors) -> None:
     global _cached_bytes
     budget = settings.MEMORY_VECTOR_CACHE_MB * 1024 * 1024

@@ -13,6 +13,7 @@ from conversations.content_parts import checked_content, checked_message_metadat
 from conversations.exceptions import LimitExceeded, Unstorable
 from conversations.models import Conversation, Role
 from conversations.storable import storable_datetime, storable_json, storable_text
+from search.api.filters import SearchFiltersSerializer
 
 CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]*"
 CONVERSATION_ID = re.compile(CONVERSATION_ID_PATTERN)
@@ -539,6 +540,9 @@ class ContextInSerializer(serializers.Serializer):
     )
     top_k = serializers.IntegerField(
         required=False, min_value=1, max_value=100, help_text="With use_memory: relevant messages to find. Default MEMORY_TOP_K."
+    )
+    memory_filters = SearchFiltersSerializer(
+        required=False, help_text="With use_memory: the search filters (as a POST search's) its relevant messages obey."
     )
 
     def validate_query(self, value: str) -> str:

@@ -374,6 +374,7 @@ def context_answer(*, tenant: Tenant, conversation_id: str, values: dict[str, An
             checkpoint_namespace=values.get("checkpoint_namespace"),
             use_memory=values["use_memory"],
             top_k=values.get("top_k"),
+            memory_filters=values.get("memory_filters", {}).get("filters"),
         )
     except context.BudgetTooSmall as error:
         raise LimitExceeded(

@@ -7,15 +7,13 @@ from rest_framework import serializers
 
 from conversations.api.serializers import check_at_most, check_page_size
 from conversations.exceptions import LimitExceeded
+from search.api.filters import METADATA_HELP, MetadataFilterField, MetadataQueryField, SearchFiltersSerializer
 from search.selectors import MODES, SCOPES
 
-# The search parameters that count messages or vectors, each bounded by MEMORY_MAX_SEARCH_CANDIDATES:
-# a client may narrow the search the tenant's settings describe, never make it unbounded.
-COUNTS = ("vector_fetch_limit", "cross_session_trigger", "candidate_limit")
 
-
-class SearchQuerySerializer(serializers.Serializer):
-    """Every parameter bounded: a value out of its bounds is a 400 naming it and the bound."""
+class SearchQuerySerializer(SearchFiltersSerializer):
+    """Every parameter bounded: a value out of its bounds is a 400 naming it and the bound. The
+    filters (``SearchFiltersSerializer``) answer as one ``filters`` value."""
 
     q = serializers.CharField(
         trim_whitespace=False, help_text="The words or question to search for (at most MEMORY_MAX_QUERY_CHARS)."
@@ -33,6 +31,7 @@ class SearchQuerySerializer(serializers.Serializer):
         required=False, min_value=0, help_text="At most MEMORY_MAX_SEARCH_CANDIDATES."
     )
     candidate_limit = serializers.IntegerField(required=False, min_value=0, help_text="At most MEMORY_MAX_SEARCH_CANDIDATES.")
+    metadata = MetadataQueryField(required=False, help_text=f"URL-encoded JSON. {METADATA_HELP}")
 
     def validate_q(self, value: str) -> str:
         return _check_length(value, field="q", limit=settings.MEMORY_MAX_QUERY_CHARS, setting="MEMORY_MAX_QUERY_CHARS")
@@ -40,13 +39,27 @@ class SearchQuerySerializer(serializers.Serializer):
     def validate_top_k(self, value: int) -> int:
         return check_page_size(value, field="top_k")
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        for name in COUNTS:
-            if name in attrs:
-                check_at_most(
-                    attrs[name], field=name, limit=settings.MEMORY_MAX_SEARCH_CANDIDATES, setting="MEMORY_MAX_SEARCH_CANDIDATES"
-                )
-        return attrs
+    # Each count refused on its own, before what else the request lacks: the error names its bound.
+    def validate_vector_fetch_limit(self, value: int) -> int:
+        return _check_count(value, field="vector_fetch_limit")
+
+    def validate_cross_session_trigger(self, value: int) -> int:
+        return _check_count(value, field="cross_session_trigger")
+
+    def validate_candidate_limit(self, value: int) -> int:
+        return _check_count(value, field="candidate_limit")
+
+
+def _check_count(value: int, *, field: str) -> int:
+    """The search parameters that count messages or vectors, each bounded by MEMORY_MAX_SEARCH_CANDIDATES:
+    a client may narrow the search the tenant's settings describe, never make it unbounded."""
+    return check_at_most(value, field=field, limit=settings.MEMORY_MAX_SEARCH_CANDIDATES, setting="MEMORY_MAX_SEARCH_CANDIDATES")
+
+
+class SearchBodySerializer(SearchQuerySerializer):
+    """The same search as a JSON body: lists as JSON arrays, ``metadata`` as a JSON object."""
+
+    metadata = MetadataFilterField(required=False, help_text=METADATA_HELP)
 
 
 def _check_length(value: str, *, field: str, limit: int, setting: str) -> str:

@@ -11,7 +11,10 @@ from search.api import serializers
 
 class _SearchView(TenantAPIView):
     def _search(self, request: Request, *, conversation_id: str | None, user_id: str | None) -> Response:
-        query = serializers.SearchQuerySerializer(data=request.query_params)
+        if request.method == "POST":
+            query = serializers.SearchBodySerializer(data=request.data)
+        else:
+            query = serializers.SearchQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         values = dict(query.validated_data)
         text = values.pop("q")
@@ -29,9 +32,18 @@ class ConversationSearchView(_SearchView):
         parameters=[serializers.SearchQuerySerializer],
         responses=serializers.SearchOutSerializer,
         description="Seed 003's semantic search, fused with keyword (BM25) search by default: the messages of this "
-        "conversation (and of the same user's other conversations, by scope) most relevant to q, best first.",
+        "conversation (and of the same user's other conversations, by scope) most relevant to q, best first. "
+        "The filters narrow the messages ranked before ranking: top_k is the best among those that match.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
+        return self._search(request, conversation_id=_conversation_id(conversation_id), user_id=None)
+
+    @extend_schema(
+        request=serializers.SearchBodySerializer,
+        responses=serializers.SearchOutSerializer,
+        description="The same search with its parameters and filters in a JSON body.",
+    )
+    def post(self, request: Request, conversation_id: str) -> Response:
         return self._search(request, conversation_id=_conversation_id(conversation_id), user_id=None)
 
 
@@ -39,7 +51,16 @@ class UserSearchView(_SearchView):
     @extend_schema(
         parameters=[serializers.SearchQuerySerializer],
         responses=serializers.SearchOutSerializer,
-        description="Search every conversation of one user (the user_id given when its messages were appended).",
+        description="Search every conversation of one user (the user_id given when its messages were appended); "
+        "conversation_id narrows it to some of them.",
     )
     def get(self, request: Request, user_id: str) -> Response:
+        return self._search(request, conversation_id=None, user_id=user_id)
+
+    @extend_schema(
+        request=serializers.SearchBodySerializer,
+        responses=serializers.SearchOutSerializer,
+        description="The same search with its parameters and filters in a JSON body.",
+    )
+    def post(self, request: Request, user_id: str) -> Response:
         return self._search(request, conversation_id=None, user_id=user_id)

@@ -50,6 +50,9 @@ checkpoints:checkpoint-writes        POST     404     not found, nothing written
 search:conversation-search           GET      404     not found
 search:user-search                   GET      200     acme's user of that id: no results
 search:user-search-status            GET      200     acme's user of that id: no messages, none pending
+search:conversation-search           POST     404     not found
+search:user-search                   POST     200     acme's user of that id, filtered on globex's conversation
+                                                      id: no results
 summaries:summary-list               GET      404     not found
 summaries:summary-list               POST     404     not found, nothing summarised
 facts:fact-list                      GET      200     acme's user of that id: no facts
@@ -557,6 +560,12 @@ RULES: dict[tuple[str, str], Rule] = {
     ),
     ("search:user-search-status", "GET"): Rule(
         200, answer=lambda body, world: body["messages"] == 0 and body["pending_persist"] == 0 and body["searchable"]
+    ),
+    ("search:conversation-search", "POST"): Rule(404, body=lambda world: {"q": world.search_words}),
+    ("search:user-search", "POST"): Rule(
+        200,
+        body=lambda world: {"q": world.search_words, "conversation_id": [world.conversation_id]},
+        answer=lambda body, world: body["results"] == [],
     ),
     ("summaries:summary-list", "GET"): NOT_FOUND,
     ("summaries:summary-list", "POST"): NOT_FOUND,
