@@ -168,7 +168,13 @@ def get_window(*, tenant: Tenant, conversation_id: Any, limit: Any = None, forma
 
 
 def search_memory(
-    *, tenant: Tenant, query: Any, user_id: Any = None, conversation_id: Any = None, **options: Any
+    *,
+    tenant: Tenant,
+    query: Any,
+    user_id: Any = None,
+    conversation_id: Any = None,
+    conversation_ids: Any = None,
+    **options: Any,
 ) -> dict[str, Any]:
     if (user_id is None) == (conversation_id is None):
         raise ValidationError("Send either user_id (all of the user's conversations) or conversation_id, not both.")
@@ -177,7 +183,8 @@ def search_memory(
     else:
         user_id = _string(user_id, field="user_id")
         options.setdefault("scope", "user")
-    parameters = search_serializers.SearchQuerySerializer(data={"q": query, **_given(**options)})
+    # The endpoint's JSON body: its filters included; a conversation filter is "conversation_id" there.
+    parameters = search_serializers.SearchBodySerializer(data={"q": query, **_given(conversation_id=conversation_ids, **options)})
     parameters.is_valid(raise_exception=True)
     values = dict(parameters.validated_data)
     text = values.pop("q")
@@ -286,6 +293,20 @@ TOOLS = [
                 "mode": {"type": "string", "enum": list(search_selectors.MODES)},
                 "scope": {"type": "string", "enum": list(search_selectors.SCOPES)},
                 "min_similarity": {"type": "number", "minimum": -1, "maximum": 1},
+                "start_date": {"type": "string", "format": "date-time", "description": "Only messages from this moment on."},
+                "end_date": {"type": "string", "format": "date-time", "description": "Only messages up to this moment."},
+                "role": {"type": "array", "items": {"type": "string", "enum": ["user", "assistant"]}},
+                "name": {"type": "array", "items": {"type": "string"}, "description": "Only these speakers' messages."},
+                "agent_id": {"type": "array", "items": {"type": "string"}, "description": "Only these agents' conversations."},
+                "conversation_ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "With user_id: only these conversations of the user.",
+                },
+                "metadata": {
+                    "type": "object",
+                    "description": 'Message metadata, top-level keys: a value, or {"in": [values]}.',
+                },
             },
             required=["query"],
         ),

@@ -31,8 +31,8 @@ from django.utils import timezone
 
 from conversations import cache
 from conversations.models import Conversation, Message
+from search.filters import SEARCHED_ROLES
 from search.models import MessageEmbedding
-from search.selectors import SEARCHED_ROLES
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

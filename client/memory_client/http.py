@@ -263,6 +263,18 @@ class SearchHit(TypedDict):
     score: float
 
 
+class SearchFilters(TypedDict, total=False):
+    """What a search may be narrowed to, before ranking (AND across keys, OR within a list)."""
+
+    start_date: str | datetime
+    end_date: str | datetime
+    role: list[str]
+    name: list[str]
+    agent_id: list[str]
+    conversation_id: list[str]
+    metadata: dict[str, Any]  # top-level key: a value, or {"in": [values]}
+
+
 class SearchStatus(TypedDict):
     """Whether search covers a user's history: messages persisted and embedded, and still waiting."""
 
@@ -383,6 +395,20 @@ def _segment(value: str, *, what: str) -> str:
 def _conversation_path(conversation_id: str, *rest: str) -> str:
     parts = [check_conversation_id(conversation_id), *(quote(str(part), safe="") for part in rest)]
     return f"{API_PREFIX}/conversations/{'/'.join(parts)}/"
+
+
+def _search_request(path: str, parameters: dict[str, Any], filters: Mapping[str, Any] | None) -> _Call:
+    """A search: a GET, or with filters the same search as a POST carrying them in its body (a read,
+    safe to resend)."""
+    if not filters:
+        return _Call("GET", path, params=parameters)
+    return _Call("POST", path, body={**parameters, **_jsonable_filters(filters)})
+
+
+def _jsonable_filters(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not filters:
+        return None
+    return {name: value.isoformat() if isinstance(value, datetime) else value for name, value in filters.items()}
 
 
 def _user_path(user_id: str, *rest: str) -> str:
@@ -634,6 +660,7 @@ class MemoryClient:
         checkpoint_namespace: str | None = None,
         use_memory: bool | None = None,
         top_k: int | None = None,
+        memory_filters: SearchFilters | None = None,
     ) -> dict[str, Any]:
         """The messages to send the model before its next call, within ``max_tokens``: the system
         prompt (with the summary of older turns), recent turns in full, then ``query``; with the
@@ -654,6 +681,7 @@ class MemoryClient:
             checkpoint_namespace=checkpoint_namespace,
             use_memory=use_memory,
             top_k=top_k,
+            memory_filters=_jsonable_filters(memory_filters),
         )
         return self._send(call)
 
@@ -671,6 +699,7 @@ class MemoryClient:
         checkpoint_namespace: str | None = None,
         use_memory: bool | None = None,
         top_k: int | None = None,
+        memory_filters: SearchFilters | None = None,
     ) -> dict[str, Any]:
         call = self._context_call(
             conversation_id,
@@ -684,6 +713,7 @@ class MemoryClient:
             checkpoint_namespace=checkpoint_namespace,
             use_memory=use_memory,
             top_k=top_k,
+            memory_filters=_jsonable_filters(memory_filters),
         )
         return await self._asend(call)
 
@@ -854,12 +884,24 @@ class MemoryClient:
         vector_fetch_limit: int | None = None,
         cross_session_trigger: int | None = None,
         candidate_limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> SearchResult:
         """The messages of the conversation most relevant to ``query``, best first (hybrid semantic
         and keyword search unless ``mode`` says otherwise); with ``scope`` ``"auto"`` also the same
-        user's other conversations while this one is short. Each ``None`` is the tenant's setting."""
+        user's other conversations while this one is short. Each ``None`` is the tenant's setting.
+        ``filters`` narrow the messages searched before ranking (dates, roles, speaker names, agent
+        ids, conversation ids, metadata values); a filtered search is sent as a POST."""
         call = self._search_call(
-            conversation_id, query, mode, scope, top_k, min_similarity, vector_fetch_limit, cross_session_trigger, candidate_limit
+            conversation_id,
+            query,
+            mode,
+            scope,
+            top_k,
+            min_similarity,
+            vector_fetch_limit,
+            cross_session_trigger,
+            candidate_limit,
+            filters,
         )
         return self._send(call)
 
@@ -875,9 +917,19 @@ class MemoryClient:
         vector_fetch_limit: int | None = None,
         cross_session_trigger: int | None = None,
         candidate_limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> SearchResult:
         call = self._search_call(
-            conversation_id, query, mode, scope, top_k, min_similarity, vector_fetch_limit, cross_session_trigger, candidate_limit
+            conversation_id,
+            query,
+            mode,
+            scope,
+            top_k,
+            min_similarity,
+            vector_fetch_limit,
+            cross_session_trigger,
+            candidate_limit,
+            filters,
         )
         return await self._asend(call)
 
@@ -891,11 +943,12 @@ class MemoryClient:
         min_similarity: float | None = None,
         vector_fetch_limit: int | None = None,
         candidate_limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> SearchResult:
         """The messages of every conversation of the user (the ``user_id`` given when they were
         appended) most relevant to ``query``, best first."""
         return self._send(
-            self._search_user_call(user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit)
+            self._search_user_call(user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit, filters)
         )
 
     async def asearch_user(
@@ -908,9 +961,10 @@ class MemoryClient:
         min_similarity: float | None = None,
         vector_fetch_limit: int | None = None,
         candidate_limit: int | None = None,
+        filters: SearchFilters | None = None,
     ) -> SearchResult:
         return await self._asend(
-            self._search_user_call(user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit)
+            self._search_user_call(user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit, filters)
         )
 
     # --- summaries ------------------------------------------------------------------------------
@@ -1179,6 +1233,7 @@ class MemoryClient:
         vector_fetch_limit: int | None,
         cross_session_trigger: int | None,
         candidate_limit: int | None,
+        filters: SearchFilters | None,
     ) -> _Call:
         options = _params(
             mode=mode,
@@ -1189,7 +1244,7 @@ class MemoryClient:
             cross_session_trigger=cross_session_trigger,
             candidate_limit=candidate_limit,
         )
-        return _Call("GET", _conversation_path(conversation_id, "search"), params={"q": query, **options})
+        return _search_request(_conversation_path(conversation_id, "search"), {"q": query, **options}, filters)
 
     @staticmethod
     def _search_user_call(
@@ -1200,6 +1255,7 @@ class MemoryClient:
         min_similarity: float | None,
         vector_fetch_limit: int | None,
         candidate_limit: int | None,
+        filters: SearchFilters | None,
     ) -> _Call:
         options = _params(
             mode=mode,
@@ -1208,7 +1264,7 @@ class MemoryClient:
             vector_fetch_limit=vector_fetch_limit,
             candidate_limit=candidate_limit,
         )
-        return _Call("GET", _user_path(user_id, "search"), params={"q": query, **options})
+        return _search_request(_user_path(user_id, "search"), {"q": query, **options}, filters)
 
     def _summarize_call(self, conversation_id: str) -> _Call:
         return _Call("POST", _conversation_path(conversation_id, "summaries"), timeout=max(self.timeout, CHAT_TIMEOUT))

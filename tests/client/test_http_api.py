@@ -121,6 +121,27 @@ def test_search_finds_messages_in_the_conversation_and_across_the_users(memory: 
     assert asyncio.run(memory.asearch_user("caroline", "Rex", mode="keyword"))["results"][0]["conversation_id"] == "bars"
 
 
+def test_filters_narrow_a_search_before_it_ranks(memory: MemoryClient) -> None:
+    memory.append(
+        "pets",
+        [
+            {"role": "user", "content": "Our beagle Rex ate a sock.", "metadata": {"name": "Caroline", "topic": "pets"}},
+            {"role": "assistant", "content": "Rex the beagle is fine now.", "metadata": {"name": "Melanie", "topic": "vet"}},
+        ],
+        user_id="caroline",
+    )
+    persisted(memory, "pets", 2)
+
+    by_role = memory.search("pets", "Rex beagle", mode="keyword", filters={"role": ["assistant"]})
+    assert [hit["content"] for hit in by_role["results"]] == ["Rex the beagle is fine now."]
+    by_metadata = memory.search_user("caroline", "Rex beagle", mode="keyword", filters={"metadata": {"topic": {"in": ["pets"]}}})
+    assert [hit["content"] for hit in by_metadata["results"]] == ["Our beagle Rex ate a sock."]
+    by_name = asyncio.run(memory.asearch_user("caroline", "Rex", mode="keyword", filters={"name": ["Melanie"]}))
+    assert [hit["content"] for hit in by_name["results"]] == ["Rex the beagle is fine now."]
+    context = memory.context("pets", query="Rex?", use_memory=True, memory_filters={"role": ["user"]})
+    assert context["messages"][-1]["content"] == "Rex?"
+
+
 def test_the_search_status_counts_what_search_covers(memory: MemoryClient) -> None:
     memory.append(
         "notes", [{"role": "user", "content": "Rex is a beagle."}, {"role": "assistant", "content": "Noted."}], user_id="rita"

@@ -140,6 +140,13 @@ def test_search_finds_an_appended_message(service: LiveService, tenant: Any) -> 
         assert found["results"][0]["conversation_id"] == "plans"
     assert answer(by_user)["scope"] == "user"
     assert len(answer(by_conversation)["results"]) == 1
+    by_role, elsewhere = calls(
+        service,
+        ("search_memory", {"query": "Porto flights", "user_id": "ada", "mode": "keyword", "role": ["assistant"]}),
+        ("search_memory", {"query": "Porto", "user_id": "ada", "mode": "keyword", "conversation_ids": ["another"]}),
+    )
+    assert [hit["role"] for hit in answer(by_role)["results"]] == ["assistant"]
+    assert answer(elsewhere)["results"] == []
 
 
 def test_search_finds_an_appended_message_by_meaning_once_it_is_embedded(
