@@ -50,7 +50,7 @@ from tenants.models import Tenant
 TENANT_SLUG = "retrieval-eval"
 AGENT_ID = "retrieval-eval"
 SECONDS_PER_TURN = 30  # created_at = the session's start plus this per turn
-WINDOW = 50  # seed 000's recent window (MEMORY_HISTORY_LIMIT)
+WINDOW = 50  # the recent window of the first design (MEMORY_HISTORY_LIMIT)
 NO_CAP = 1_000_000_000  # a vector fetch limit no user reaches: "every vector of the scope"
 
 
@@ -62,10 +62,10 @@ class Method:
     request: Callable[[Tenant, str, int], SearchRequest] | None
 
 
-BARE = f"{embeddings.LOCAL_MODEL}-plain"  # the same model over the bare text, as seed 003 embeds
+BARE = f"{embeddings.LOCAL_MODEL}-plain"  # the same model over the bare text, as the first design embeds
 
 
-def _seed_003(model: str | None) -> Callable[[Tenant, str, int], SearchRequest]:
+def _first_design(model: str | None) -> Callable[[Tenant, str, int], SearchRequest]:
     return lambda tenant, query, k: SearchRequest(
         query=query,
         mode="semantic",
@@ -81,14 +81,14 @@ def _seed_003(model: str | None) -> Callable[[Tenant, str, int], SearchRequest]:
 METHODS: tuple[Method, ...] = (
     Method("recent window (50)", "the user's newest 50 turns, newest first, read through the conversation window", None),
     Method(
-        "seed 003 as specified",
+        "vectors alone, the first design",
         "semantic over bare-text vectors, scope auto, the 200 newest, cosine >= 0.45 (cross-session below 50)",
-        _seed_003(BARE),
+        _first_design(BARE),
     ),
     Method(
-        "seed 003 defaults, contextual vectors",
+        "the first design's defaults, contextual vectors",
         "the same search over this service's vectors of '[date] Speaker: text'",
-        _seed_003(None),
+        _first_design(None),
     ),
     Method(
         "cosine, all turns, bare text",
