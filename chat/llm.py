@@ -1,4 +1,4 @@
-"""A tenant's chat model (seed 000: ``DEFAULT_MODEL``, ``MAX_TOKENS_PER_REQUEST``), built by LangChain.
+"""A tenant's chat model (its model, server, temperature and answer length), built by LangChain.
 
 The tenant's settings (``Tenant.settings`` overrides, else the deployment's) choose it:
 

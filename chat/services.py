@@ -1,5 +1,4 @@
-"""The memory-aware chat loop (seed 000 ``process_message_with_llm``, seed 002 ``execute_agent``,
-seed 003 ``/query``): store the user's message, build the context, ask the tenant's chat model,
+"""The memory-aware chat loop: store the user's message, build the context, ask the tenant's chat model,
 store its answer, update the memory document, answer with both.
 
 Order and what each failure leaves behind:
@@ -7,7 +6,7 @@ Order and what each failure leaves behind:
 1. The model is chosen and built first (``chat.llm``), and the context budget is checked: no model
    configured (503 naming ``MEMORY_CHAT_MODEL``), a model that cannot be set up (503) or a system
    prompt and message over the budget (400) store nothing.
-2. The user's message is appended like any other (durable when stored, DESIGN.md 5.1); its
+2. The user's message is appended like any other (durable when stored: a 201 means durable); its
    ``message_id`` makes the call idempotent: sent again, the message is not stored twice, and if the
    model already answered it, that stored answer comes back without asking the model again.
    Before it is stored, the run is admitted (``chat.runs``): one run per conversation at a time (409
@@ -18,15 +17,15 @@ Order and what each failure leaves behind:
    failed, timed out, the client gone, an error), and expires by itself if the process dies.
 3. The context is ``conversation_context``'s (recent turns in full, older ones summarised, and with
    memory the summaries, the user's facts and the relevant older messages). If the history cannot be
-   read, the model gets the system prompt and the message alone, and the answer says so (seed 000).
+   read, the model gets the system prompt and the message alone, and the answer says so.
 4. The model is called within ``MEMORY_CHAT_TIMEOUT``. If it fails or times out, the user's message
    stays stored, nothing else is written, and the answer is 502 ``model_error`` (the server's
    status, never its words), 502 ``egress_refused`` (the tenant's server leads where the egress
    policy refuses to go) or 504 ``model_timeout``; sending the same ``message_id`` again retries.
-5. The answer is stored once, complete, as an assistant message whose metadata holds seed 002's
+5. The answer is stored once, complete, as an assistant message whose metadata holds its
    ``execution_time`` and ``user_message_id``, the model and the token usage; then the memory
-   document's ``messages`` becomes the buffer the model saw plus its answer (seed 002's
-   ``save_memory(agent.memory.dict())``), its other metadata kept and ``metadata.chat`` updated.
+   document's ``messages`` becomes the buffer the model saw plus its answer (what an agent's
+   ``save_memory(agent.memory.dict())`` stores), its other metadata kept and ``metadata.chat`` updated.
    The model's text and usage are cleaned first (``conversations.storable``: NUL removed, a lone
    UTF-16 surrogate replaced by U+FFFD, a number that cannot be stored by null), each streamed
    piece as it is sent, so what the client is shown is what is stored; the memory document must be
@@ -60,9 +59,8 @@ from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
 
-# Words of a message that asks about what was said or known before (English and Spanish, the
-# seeds' languages): with ``use_memory`` left unset, they bring in the long-term memory (seed 003's
-# ``need_memory``).
+# Words of a message that asks about what was said or known before (English and Spanish): with
+# ``use_memory`` left unset, they bring in the long-term memory (``need_memory``).
 RECALL_CUES = re.compile(
     r"\b(?:remember|recall|earlier|before|last time|previous(?:ly)?|again|we (?:discussed|talked|said|agreed)"
     r"|you (?:said|told|mentioned)|i (?:told|said|mentioned)|my (?:name|favou?rite|preference)|what do you know"
@@ -183,7 +181,7 @@ def chat_begin(*, tenant: Tenant, conversation_id: str, chat: ChatInput) -> Turn
 
 
 def memory_need(chat: ChatInput) -> tuple[bool, str]:
-    """Seed 003's ``need_memory`` and ``memory_reason``: asked for, declined, or read from the message."""
+    """``need_memory`` and ``memory_reason``: asked for, declined, or read from the message."""
     if chat.use_memory is True:
         return True, "use_memory was set: the summaries, the user's facts and the relevant older messages were added."
     if chat.use_memory is False:
@@ -212,7 +210,7 @@ def _build_prompt(turn: Turn, request: context.ContextRequest) -> None:
         built = selectors.conversation_context(
             tenant=turn.tenant, conversation_id=turn.conversation_id, request=request, use_memory=turn.need_memory
         )
-    except Exception as error:  # seed 000: the call goes on without the history, and says so
+    except Exception as error:  # the call goes on without the history, and says so
         message = getattr(error, "message", None) or str(error) or type(error).__name__
         logger.warning(
             "chat_history_unavailable",
@@ -550,7 +548,7 @@ def _usage(turn: Turn, content: str, usage: dict[str, Any] | None) -> dict[str, 
 
 
 def _update_memory(turn: Turn, answer: dict[str, Any]) -> bool:
-    """Seed 002 step 7: the memory document's buffer becomes what the model saw and its answer."""
+    """The memory document's buffer becomes what the model saw and its answer."""
     buffer = [
         {"role": ROLES.get(message.type, message.type), "content": message.text}
         for message in turn.prompt

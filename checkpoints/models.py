@@ -1,4 +1,4 @@
-"""Agent checkpoints (seed 004 save_checkpoint / load_checkpoint), the storage of a LangGraph checkpointer.
+"""Agent checkpoints (save_checkpoint / load_checkpoint), the storage of a LangGraph checkpointer.
 
 A ``Checkpoint`` is the state of an agent's graph at one step, in one namespace (the root graph is
 ``""``, a subgraph something like ``"node:uuid|sub:uuid"``) of one conversation. Its id is the

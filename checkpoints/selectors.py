@@ -1,4 +1,4 @@
-"""Reads: a conversation's checkpoints (seed 004 load_checkpoint, LangGraph's get_tuple and list).
+"""Reads: a conversation's checkpoints (load_checkpoint, LangGraph's get_tuple and list).
 
 Every read starts from the tenant's conversation (another tenant's, or a missing one, is a 404) and
 returns checkpoints in the one JSON shape of ``checkpoint_to_dict``, newest first (highest row id),
@@ -111,7 +111,7 @@ def checkpoint_get(*, tenant: Tenant, conversation_id: str, checkpoint_id: str, 
 
 
 def checkpoint_latest(*, tenant: Tenant, conversation_id: str, namespace: str = "") -> dict[str, Any]:
-    """The newest checkpoint of the namespace (seed 004 load_checkpoint)."""
+    """The newest checkpoint of the namespace (load_checkpoint)."""
     try:
         conversation = conversation_or_404(tenant=tenant, conversation_id=conversation_id)
         checkpoints = Checkpoint.objects.for_tenant(tenant).filter(conversation=conversation, namespace=namespace)

@@ -1,4 +1,4 @@
-"""Writes: save a checkpoint (seed 004 save_checkpoint), store a task's pending writes, delete.
+"""Writes: save a checkpoint (save_checkpoint), store a task's pending writes, delete.
 
 Checkpoints are written synchronously to PostgreSQL, their only copy; when it does not answer, the
 write is a 503 and nothing was stored. The save, in one transaction (``checkpoint_save``):

@@ -1,4 +1,4 @@
-"""The Redis layer of the conversation cache (cache-aside, DESIGN.md section 4).
+"""The Redis layer of the conversation cache (cache-aside).
 
 Keys, all built by :func:`key`:
 
@@ -11,7 +11,7 @@ Keys, all built by :func:`key`:
                                     indeterminate: the id and seq a resend must get back
 * ``<tenant>:<conv>:lock``          the append lock (one appender per conversation at a time)
 * ``<tenant>:<conv>:rebuild``       the rebuild lock (one rebuild per conversation at a time)
-* ``<tenant>:<conv>:context:<hash>`` a built context (seed 001), valid only at the version it was built at
+* ``<tenant>:<conv>:context:<hash>`` a built context, valid only at the version it was built at
 * ``<tenant>:<conv>:run``           the chat run lock (one chat turn per conversation at a time), its
                                     value the run's owner token, expiring by itself
 * ``chat:runs:<tenant id>``         sorted set of a tenant's chat runs: owner token -> expiry (ms),

@@ -1,4 +1,4 @@
-"""The context an agent sends to its LLM (seed 001): windows, token budgets, compression, formats.
+"""The context an agent sends to its LLM: windows, token budgets, compression, formats.
 
 Pure functions over message dicts (the shape of ``services.message_to_dict``); the selector
 ``selectors.conversation_context`` feeds them the history and caches the answer.
@@ -414,7 +414,7 @@ ENTITY_KEYS = {"entities": None, "places": "place", "previous_places": "place"}
 
 
 def entities_of(turns: Sequence[Sequence[dict[str, Any]]], *, first_turn_number: int) -> list[dict[str, Any]]:
-    """Entities carried in message metadata (seed 001's ``previous_places``, generalised), newest first.
+    """Entities carried in message metadata (``previous_places``, generalised), newest first.
 
     ``metadata.entities`` holds names or objects with a ``name`` (and any other fields, e.g.
     ``type``); ``metadata.places`` holds places. The same (type, name) is listed once, at its

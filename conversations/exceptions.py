@@ -22,7 +22,7 @@ class Conflict(MemoryServiceError):
 
 
 class LimitExceeded(MemoryServiceError):
-    """An input bound of DESIGN.md 5.8; the message names the limit."""
+    """An input bound was broken; the message names the limit."""
 
     code = "limit_exceeded"
     status = 400

@@ -1,4 +1,4 @@
-"""Seed 003's memory bundle (``use_memory=true``): what long-term memory adds to a context.
+"""The memory bundle (``use_memory=true``): what long-term memory adds to a context.
 
 Contract
 --------
@@ -6,8 +6,8 @@ Contract
 the query (``search``, best first, with similarity, timestamp and conversation; ``filters``, the
 search filters of ``search.filters``, narrow what it may find), the recent messages
 (the last 6 question/answer pairs), the newest summaries (``summaries``), the user's facts
-(``facts``) and the query embedding's dimension, in seed 003's shape. ``render_prompt`` assembles
-them in seed 003's order with its truncation limits (history 10 x 200 characters, summaries
+(``facts``) and the query embedding's dimension. ``render_prompt`` assembles
+them in a fixed order within truncation limits (history 10 x 200 characters, summaries
 3 x 240, facts 5 in full, similar messages 4 x 200 with scores, recent turns 6 x 180, then the
 location if the conversation's metadata has one, then the query). ``relevant_context_block`` is the
 part the context endpoint adds to the system message, within a share of the token budget.
@@ -34,7 +34,7 @@ logger = structlog.get_logger(__name__)
 RECENT_PAIRS = 6
 SUMMARIES = 3
 FACTS = 8
-# Seed 003's "Content Truncation Limits": (items, characters per item; None = in full).
+# The prompt's truncation limits: (items, characters per item; None = in full).
 LIMITS = {
     "history": (10, 200),
     "summaries": (3, 240),
@@ -167,7 +167,7 @@ def relevant_context_block(bundle: dict[str, Any], *, exclude: set[str], max_tok
 
 
 def render_prompt(bundle: dict[str, Any], *, query: str | None, history: list[dict[str, Any]], location: str | None) -> str:
-    """Seed 003's ``_build_prompt``: the whole prompt in its assembly order and truncation limits."""
+    """The whole prompt, in its assembly order and within its truncation limits."""
     history_items, history_chars = LIMITS["history"]
     recent_items, recent_chars = LIMITS["recent"]
     spoken = [message for message in history if message["role"] in ("user", "assistant") and message.get("content")]

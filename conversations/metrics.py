@@ -1,4 +1,4 @@
-"""Prometheus metrics of the memory service (seed 002 ``track_cache_metrics``), served at ``/metrics``.
+"""Prometheus metrics of the memory service (cache, write path and workers), served at ``/metrics``.
 
 With several gunicorn or Celery processes, set ``PROMETHEUS_MULTIPROC_DIR`` so the figures are
 added up across processes (``memoryproject/urls.py`` serves the aggregate). The derived-memory

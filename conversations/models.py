@@ -1,6 +1,6 @@
-"""Conversations, their messages and the bookkeeping of the write path (seed 002's two tables).
+"""Conversations, their messages and the bookkeeping of the write path.
 
-``Conversation`` is seed 002's ``conversation_memories`` row (one per tenant and conversation id,
+``Conversation`` is a ``conversation_memories`` row (one per tenant and conversation id,
 with the memory document), extended with the owner ids and the archive flag. ``Message`` is
 ``conversation_messages`` with a per-conversation ``seq``: the total order, assigned at write time
 and identical in Redis and PostgreSQL. Tenant-owned models refuse unscoped queries
@@ -34,7 +34,7 @@ class Conversation(models.Model):
     user_id = models.CharField(max_length=200, blank=True, default="")
     agent_id = models.CharField(max_length=200, blank=True, default="")
     archived = models.BooleanField(default=False)
-    # The memory document of seed 002 (get_memory / save_memory) and its standardised metadata.
+    # The memory document (get_memory / save_memory) and its standardised metadata.
     memory = models.JSONField(default=dict, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     # Write-time version of the memory document: a later save never loses to an earlier one.
@@ -106,7 +106,7 @@ class Message(models.Model):
             models.UniqueConstraint(fields=["conversation", "message_id"], name="message_id_unique_per_conversation"),
         ]
         indexes = [
-            # The window: newest first within one conversation (DESIGN.md section 3).
+            # The window: newest first within one conversation.
             models.Index(fields=["tenant", "conversation", "-seq"], name="message_window"),
             models.Index(fields=["tenant", "conversation", "created_at"], name="message_by_date"),
             # Keyword search over the content.

@@ -1,4 +1,4 @@
-"""Reads: the window (seed 000's read path), conversations, one message, the memory document, status.
+"""Reads: the window (the read path), conversations, one message, the memory document, status.
 
 The window is served from the cached list when it can answer exactly; otherwise from PostgreSQL
 merged with the writes still pending in Redis, so that the answer is the same whether the cache
@@ -243,11 +243,11 @@ def _database_unavailable() -> ServiceUnavailable:
     )
 
 
-# --- What the LLM is sent: seed 004's window and seed 001's context ------------------------------
+# --- What the LLM is sent: the LLM window and the context ----------------------------------------
 
 
 def conversation_llm_window(*, tenant: Tenant, conversation_id: str, limit: int, format: str) -> Window:
-    """Seed 004 ``get_window_for_llm``: the newest ``limit`` messages in an LLM format, starting at a
+    """``get_window_for_llm``: the newest ``limit`` messages in an LLM format, starting at a
     turn, or inside a turn longer than the page at an assistant message, with tool sequences repaired
     (``context.llm_window``)."""
     window = conversation_window(tenant=tenant, conversation_id=conversation_id, query=WindowQuery(limit=limit))
@@ -265,14 +265,14 @@ def conversation_context(
     top_k: int | None = None,
     memory_filters: Any = None,
 ) -> dict[str, Any]:
-    """Seed 001 ``build_agent_context``: the messages to send and what they were built from, and with
-    ``checkpoint_namespace`` the agent's latest checkpoint there (seed 004's ingest merges it).
+    """``build_agent_context``: the messages to send and what they were built from, and with
+    ``checkpoint_namespace`` the agent's latest checkpoint there (for the agent to merge into its state).
 
     Served from the context cache while the conversation has not changed since it was built (its
     version guards the entry); otherwise built from the window and cached. The checkpoint is read
-    fresh every time. With ``use_memory`` (seed 003) the system message also carries the summaries,
+    fresh every time. With ``use_memory`` the system message also carries the summaries,
     the user's facts and the older messages most relevant to the query, within a quarter of the
-    budget, and the answer carries the memory bundle and seed 003's rendered prompt; facts change
+    budget, and the answer carries the memory bundle and the prompt rendered from it; facts change
     without the conversation changing, so such a context is never served from the cache.
     """
     memory = {"top_k": top_k, "filters": memory_filters} if use_memory else None
@@ -486,7 +486,7 @@ def conversation_get(*, tenant: Tenant, conversation_id: str) -> Conversation:
 
 
 def memory_get(*, tenant: Tenant, conversation_id: str) -> dict[str, Any]:
-    """Seed 002 ``get_memory``: the cache first, then PostgreSQL (and cache it)."""
+    """The memory document (``get_memory``): the cache first, then PostgreSQL (and cache it)."""
     try:
         document = cache.get_memory(tenant_slug=tenant.slug, conversation_id=conversation_id)
         metrics.track_cache(tenant=tenant.slug, data_type="memory", hit=document is not None)
@@ -511,7 +511,7 @@ def memory_get(*, tenant: Tenant, conversation_id: str) -> dict[str, Any]:
 
 
 def backend_status() -> dict[str, Any]:
-    """Seed 004 ``get_backend_status`` for the deployment's operators: reachability with the error
+    """The backends' status for the deployment's operators: reachability with the error
     texts, queue depths, hit rate and fallbacks of every tenant. Never for a tenant's key
     (``tenant_status`` is theirs)."""
     status: dict[str, Any] = {"scope": "deployment"}
@@ -523,7 +523,7 @@ def backend_status() -> dict[str, Any]:
     status["broker"] = _broker_status()
     status["metrics"] = _counters()
     status["ok"] = all(status[name]["ok"] for name in ("database", "cache", "broker"))
-    # Seed 004's flags: which backend serves, and how many conversations await a cache repair
+    # Which backend serves, and how many conversations await a cache repair
     # (writes taken while Redis was down: served from PostgreSQL until the sweeper repairs them).
     fallback_sessions = None
     if status["database"]["ok"]:

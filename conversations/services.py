@@ -1,4 +1,4 @@
-"""Writes: the write path of DESIGN.md section 5, cache rebuilds, the memory document, erasure.
+"""Writes: the write path and its promises, cache rebuilds, the memory document, erasure.
 
 The append path, in order (``message_append``):
 
@@ -1638,7 +1638,7 @@ class TenantRebuildSummary:
 def tenant_cache_rebuild(
     *, tenant: Tenant, conversation_ids: Sequence[str] | None = None, progress: Any = None
 ) -> TenantRebuildSummary:
-    """Seed 002 ``rebuild_cache_for_tenant``: every active conversation, or the ones named."""
+    """Rebuild the cache of a tenant: every active conversation, or the ones named."""
     started = time.perf_counter()
     conversations = Conversation.objects.for_tenant(tenant).filter(archived=False)
     if conversation_ids is not None:
@@ -1915,11 +1915,11 @@ def retention_sweep(*, now: datetime | None = None) -> int:
     return erased
 
 
-# --- Memory document (seed 002 save_memory) -----------------------------------------------------
+# --- Memory document (save_memory) -------------------------------------------------------------
 
 
 def memory_document(*, tenant: Tenant, conversation: Conversation) -> dict[str, Any]:
-    """The memory document with seed 002's standardised metadata."""
+    """The memory document with its standardised metadata."""
     memory = conversation.memory or {}
     if memory.get("metadata"):
         return {"messages": memory.get("messages", []), "metadata": memory["metadata"]}  # as saved, as cached

@@ -1,6 +1,6 @@
 """Celery tasks: thin, idempotent wrappers around services, acknowledged only after they ran.
 
-A persist task never loses its message (DESIGN.md 5.7). It is acknowledged only once its payload is
+A persist task never loses its message (no silent loss). It is acknowledged only once its payload is
 committed or recorded in the dead-letter table; it never republishes itself (a republish the broker
 refuses would leave nothing durable), and nothing it raises reaches Celery as a failure (Celery
 acknowledges a failed late-acknowledged task, dropping the message). ``persist_durably`` decides:

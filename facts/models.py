@@ -1,4 +1,4 @@
-"""User facts (seed 003 ``memories``): key/value facts per tenant and user, and their change history.
+"""User facts (the memory bundle's ``memories``): key/value facts per tenant and user, and their change history.
 
 A ``UserFact`` is the current value of one key of one user. The same ``user_id`` string in two
 tenants names two different users. Every change of a value and every deletion adds a

@@ -1,4 +1,4 @@
-"""Reads: a user's facts (seed 003 ``memories``) and their change history.
+"""Reads: a user's facts (the memory bundle's ``memories``) and their change history.
 
 Every read is scoped to the tenant: the same ``user_id`` in another tenant is another user, whose
 facts never appear here. A user without facts has an empty list, not a 404; one fact or one key's
@@ -16,7 +16,7 @@ from conversations.exceptions import NotFound, ServiceUnavailable
 from facts.models import UserFact, UserFactChange
 from tenants.models import Tenant
 
-# Seed 003's memory bundle carries the user's 8 most recently updated facts.
+# The memory bundle carries the user's 8 most recently updated facts.
 CONTEXT_FACTS = 8
 HISTORY_PAGE = 50
 
@@ -73,7 +73,7 @@ def fact_history(
 
 
 def fact_to_context(fact: UserFact) -> dict[str, Any]:
-    """Seed 003's shape of a fact in the memory bundle."""
+    """The shape of a fact in the memory bundle."""
     return {
         "key": fact.key,
         "value": fact.value,
@@ -83,5 +83,5 @@ def fact_to_context(fact: UserFact) -> dict[str, Any]:
 
 
 def facts_for_context(*, tenant: Tenant, user_id: str, limit: int = CONTEXT_FACTS) -> list[dict[str, Any]]:
-    """The user's most recently updated facts for a prompt, in seed 003's shape."""
+    """The user's most recently updated facts for a prompt, in the memory bundle's shape."""
     return [fact_to_context(fact) for fact in facts_list(tenant=tenant, user_id=user_id, limit=limit)]

@@ -1,4 +1,4 @@
-"""Writes: set, delete and erase user facts (seed 003 ``memories``), keeping their change history.
+"""Writes: set, delete and erase user facts (the memory bundle's ``memories``), keeping their change history.
 
 Facts live only in PostgreSQL: when it does not answer, a write is a 503 and nothing was stored.
 Every write of one user's facts is one transaction that first takes a transaction-scoped advisory

@@ -36,7 +36,7 @@ class MessageEmbedding(models.Model):
             models.UniqueConstraint(fields=["message", "model"], name="embedding_unique_per_message_model"),
         ]
         indexes = [
-            # The newest vectors of a conversation under one model (seed 003's candidate fetch).
+            # The newest vectors of a conversation under one model (semantic search's candidates).
             models.Index(fields=["conversation", "model", "-seq"], name="embedding_newest"),
             models.Index(fields=["tenant", "model"], name="embedding_tenant_model"),
         ]

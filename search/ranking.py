@@ -1,7 +1,7 @@
 """How search ranks: cosine similarity, BM25 (in PostgreSQL) and their fusion. Pure functions
 except ``BM25_SQL``, which ``search.selectors`` runs.
 
-Why hybrid: measured on real long conversations (DESIGN.md section 9), BM25 alone finds the answer
+Why hybrid: measured on real long conversations, BM25 alone finds the answer
 turns twice as often as cosine over bare text, and cosine over "[date] Speaker: text" nearly as
 often as BM25; names, numbers and dates are what questions and answers share, and embeddings blur
 them. The two rankers fail on different questions, so their fusion beats both, provided each is good:
@@ -109,7 +109,7 @@ def cosine(query: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 
 
 def cosine_top(*, keys: list[int], similarities: np.ndarray, top_k: int, min_similarity: float | None) -> list[Ranked]:
-    """Seed 003's search: the ``top_k`` most similar at or above the threshold, best first."""
+    """Vector search: the ``top_k`` most similar at or above the threshold, best first."""
     order = np.argsort(-similarities, kind="stable")
     ranked = []
     for index in order:

@@ -1,4 +1,4 @@
-"""Search over a conversation's or a user's past messages (seed 003, DESIGN.md section 9).
+"""Search over a conversation's or a user's past messages: semantic, keyword (BM25) and hybrid.
 
 Contract
 --------
@@ -6,7 +6,7 @@ Contract
 are best first. ``SearchRequest.for_tenant`` fills what a request leaves out from the tenant's
 settings. Modes:
 
-* ``semantic`` is seed 003 exactly: the newest ``vector_fetch_limit`` (200) vectors of the
+* ``semantic`` is the first design's vector search: the newest ``vector_fetch_limit`` (200) vectors of the
   conversation, extended with the newest of the same user's other conversations while it has fewer
   than ``cross_session_trigger`` (50); cosine similarity; the ``top_k`` (8) at or above
   ``min_similarity`` (0.45).
@@ -15,7 +15,7 @@ settings. Modes:
   ranked, not thresholded, unless a request sets ``min_similarity``.
 
 Scope: ``conversation`` (that conversation), ``user`` (every conversation of the user), or ``auto``
-(seed 003's rule: the conversation, and the user's other conversations too while it holds fewer than
+(the conversation, and the user's other conversations too while it holds fewer than
 ``cross_session_trigger`` messages). ``candidate_limit`` bounds the messages one search considers
 (the newest of the scope). Only user and assistant messages are searched. Messages persisted but not
 embedded yet are found by their words, and by meaning once the worker has embedded them.
@@ -53,7 +53,7 @@ class SearchRequest:
     mode: str = "hybrid"
     scope: str = "auto"
     top_k: int = 8
-    # None: 0.45 in semantic mode (seed 003), no threshold on the fused ranking of hybrid mode.
+    # None: 0.45 in semantic mode, no threshold on the fused ranking of hybrid mode.
     min_similarity: float | None = None
     vector_fetch_limit: int = 200
     cross_session_trigger: int = 50
@@ -179,7 +179,7 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
     elif request.scope == "user":
         name = "user"
     elif request.mode == "semantic":
-        name = "auto"  # decided on the vectors themselves (seed 003), in _semantic
+        name = "auto"  # decided on the vectors themselves, in _semantic
     else:
         name = "user" if current["message_count"] < request.cross_session_trigger else "conversation"
     if name == "conversation" or not user_id:

@@ -1,4 +1,4 @@
-"""Periodic conversation summaries (seed 003): what a window of a conversation said, in a few lines.
+"""Periodic conversation summaries: what a window of a conversation said, in a few lines.
 
 A ``Summary`` is written every ``MEMORY_SUMMARY_EVERY`` message pairs (a pair is a user message and
 the replies before the next one) over the last ``MEMORY_SUMMARY_WINDOW`` messages of that pair, or

@@ -1,4 +1,4 @@
-"""Reads: a conversation's summaries, and the summaries a context carries (seed 003's ``summaries``).
+"""Reads: a conversation's summaries, and the summaries a context carries (the memory bundle's ``summaries``).
 
 Newest first means the latest ``created_at``, then the highest id. ``summaries_list`` starts from the
 tenant's conversation (another tenant's, or a missing one, is a 404); PostgreSQL is the only copy,
@@ -59,7 +59,7 @@ def summaries_list(*, tenant: Tenant, conversation_id: str, limit: int) -> list[
 def summaries_for_context(
     *, tenant: Tenant, conversation_id: str | None, user_id: str | None, limit: int = 3
 ) -> list[dict[str, Any]]:
-    """Seed 003's summaries of a memory context: the conversation's newest first, then, while fewer
+    """The summaries of a memory context: the conversation's newest first, then, while fewer
     than ``limit``, the newest of the same user's other conversations.
 
     ``user_id`` defaults to the conversation's own user; an empty one names nobody, so

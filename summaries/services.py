@@ -1,4 +1,4 @@
-"""Writes: the periodic summary of a conversation (seed 003), and one made on request.
+"""Writes: the periodic summary of a conversation, and one made on request.
 
 A **pair** is a user message and the replies before the next user message; a conversation's pair
 count is its number of user messages (archived messages are left out, as in the context). The

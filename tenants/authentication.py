@@ -1,8 +1,8 @@
 """API key authentication: ``Authorization: Api-Key <key>`` names the tenant of the request.
 
 A key's record (its hash, revocation, expiry and tenant) is cached in Redis so that a request needs
-no PostgreSQL round trip, and so that writes are still accepted while PostgreSQL is down (DESIGN.md
-5.6). What bounds a revocation is when the record was read, never when it was last used:
+no PostgreSQL round trip, and so that writes are still accepted while PostgreSQL is down.
+What bounds a revocation is when the record was read, never when it was last used:
 
 - A record is believed for ``MEMORY_AUTH_REVALIDATE`` seconds after it was read from PostgreSQL
   (``verified_at``, taken before the query). After that the next request reads PostgreSQL again and

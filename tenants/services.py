@@ -93,7 +93,7 @@ def provider_credential_secret(*, tenant: Tenant, provider: str) -> str | None:
     """The decrypted credential, for the one caller that hands it to the provider (``chat.llm``).
 
     Its encrypted form is cached in Redis beside the key records (``MEMORY_AUTH_CACHE_TTL``), so a
-    chat needs no PostgreSQL round trip and goes on while PostgreSQL is down (DESIGN.md 5.6); the
+    chat needs no PostgreSQL round trip and goes on while PostgreSQL is down; the
     secret is decrypted here only, never cached in the clear. DatabaseError when neither answers.
     """
     cache_key = credential_cache_key(tenant_id=tenant.pk, provider=provider)

@@ -26,7 +26,7 @@ error ``throttled`` instead of a 401, and a key whose record is not cached is re
 PostgreSQL is asked (``failure_check``). A valid key is never refused for its address's failures.
 
 When Redis does not answer, the request passes: throttling protects capacity, and must not turn a
-cache outage into an API outage (DESIGN.md 5.6). The miss is logged and counted in
+cache outage into an API outage. The miss is logged and counted in
 ``memory_cache_errors_total`` and ``memory_fallbacks_total``.
 """
 

@@ -1,4 +1,4 @@
-"""``python -m torture``: the list-append torture test (DESIGN.md section 5 under faults).
+"""``python -m torture``: the list-append torture test (the write path's promises under faults).
 
 Starts a private PostgreSQL, Redis and RabbitMQ, gunicorn and two Celery workers; runs concurrent
 clients of several kinds (``torture/workload.py``) that append unique, labelled messages to

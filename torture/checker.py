@@ -6,7 +6,7 @@ A message is known by its content, unique and labelled; its id is the client's, 
 gave. Its attempts are every request that carried it: the attempts of its append, then of any resend.
 It is *acknowledged* by the first 200/201 that answered it, with the seq that answer gave.
 
-Counts that must be zero (DESIGN.md section 5):
+Counts that must be zero (the write path's promises):
 
 * ``lost``: acknowledged, and neither in PostgreSQL, nor in the dead-letter table, nor in the broker
   after the drain: nowhere.
@@ -270,7 +270,7 @@ def check(
     empty; ``unreachable``: when it did not answer (paused).
 
     Read-your-writes and "never shown then hidden" are promised while Redis is up and keeps what it
-    holds (DESIGN.md 5.4 and 5.5): reads on both sides of a restart are not compared, and a message
+    holds (promises 4 and 5, read-your-writes and rebuilds): reads on both sides of a restart are not compared, and a message
     acknowledged before a restart, or while Redis did not answer (written through PostgreSQL's seq
     clock and the broker alone), is expected in cached reads once it is persisted."""
     report = Report()

@@ -12,7 +12,7 @@ MAX_TEMPERATURE = 2.0
 
 
 class ChatInSerializer(serializers.Serializer):
-    """Seed 000 ``process_message_with_llm`` / seed 003 ``/query``: each default is the tenant's setting."""
+    """One chat turn: the user's message and how to answer it; each default is the tenant's setting."""
 
     content = TextField(trim_whitespace=False, help_text="The user's message.")
     system_prompt = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
@@ -87,7 +87,7 @@ class ChatOutSerializer(serializers.Serializer):
     history = ChatHistorySerializer()
     need_memory = serializers.BooleanField()
     memory_reason = serializers.CharField()
-    memory_context = serializers.DictField(allow_null=True, help_text="Seed 003's bundle when memory was used.")
+    memory_context = serializers.DictField(allow_null=True, help_text="The memory bundle, when memory was used.")
     context = serializers.DictField(allow_null=True, help_text="The built context's figures (tokens, turns, summary).")
     memory_updated = serializers.BooleanField()
     replayed = serializers.BooleanField(help_text="The message was sent before and already answered: nothing new was stored.")

@@ -48,7 +48,7 @@ class ChatView(TenantAPIView):
                 description="model_timeout: no answer within MEMORY_CHAT_TIMEOUT; the user's message stays stored."
             ),
         },
-        description="Seed 000/002/003's agent loop: store the user's message, build its context (recent turns, summary "
+        description="The agent loop: store the user's message, build its context (recent turns, summary "
         "and, with use_memory, long-term memory), ask the tenant's chat model, store its answer and update the memory "
         "document. The model failing is 502 model_error, timing out 504 model_timeout (the user's message stays "
         "stored); no model configured is 503 chat_model_not_configured.",

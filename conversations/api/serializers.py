@@ -1,4 +1,4 @@
-"""Input validation and output shapes. Limits (DESIGN.md 5.8) name the setting that bounds them."""
+"""Input validation and output shapes. Limits (bounded input) name the setting that bounds them."""
 
 import json
 import re
@@ -535,7 +535,7 @@ class ContextInSerializer(serializers.Serializer):
     use_memory = serializers.BooleanField(
         required=False,
         default=False,
-        help_text="Seed 003: add summaries, the user's facts and the older messages relevant to the query to the system "
+        help_text="Add summaries, the user's facts and the older messages relevant to the query to the system "
         "message, and answer the memory bundle and the rendered prompt.",
     )
     top_k = serializers.IntegerField(
@@ -584,9 +584,9 @@ class ContextOutSerializer(serializers.Serializer):
     checkpoint = serializers.DictField(required=False, allow_null=True, help_text="With checkpoint_namespace: the latest one.")
     memory = serializers.DictField(
         required=False,
-        help_text="With use_memory: seed 003's bundle (context, recent_messages, summaries, memories, query_embedding_dim).",
+        help_text="With use_memory: the memory bundle (context, recent_messages, summaries, memories, query_embedding_dim).",
     )
-    rendered_prompt = serializers.CharField(required=False, help_text="With use_memory: seed 003's assembled prompt.")
+    rendered_prompt = serializers.CharField(required=False, help_text="With use_memory: the prompt assembled from the bundle.")
 
 
 class LlmWindowQuerySerializer(serializers.Serializer):

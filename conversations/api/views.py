@@ -314,7 +314,7 @@ class LlmWindowView(TenantAPIView):
     @extend_schema(
         parameters=[serializers.LlmWindowQuerySerializer],
         responses=serializers.LlmWindowOutSerializer,
-        description="Seed 004 get_window_for_llm: the newest messages in an LLM format, starting at a turn.",
+        description="get_window_for_llm: the newest messages in an LLM format, starting at a turn.",
     )
     def get(self, request: Request, conversation_id: str) -> Response:
         query = serializers.LlmWindowQuerySerializer(data=request.query_params)
@@ -341,7 +341,7 @@ class ContextView(TenantAPIView):
     @extend_schema(
         request=serializers.ContextInSerializer,
         responses=serializers.ContextOutSerializer,
-        description="Seed 001 build_agent_context: the messages to send to the LLM within a token budget (system "
+        description="build_agent_context: the messages to send to the LLM within a token budget (system "
         "prompt with the summary of older turns, recent turns in full, the query), with the figures behind them.",
     )
     def post(self, request: Request, conversation_id: str) -> Response:

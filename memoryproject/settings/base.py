@@ -1,7 +1,7 @@
 """Settings shared by every environment, read from the environment with django-environ.
 
 Service URLs (``DATABASE_URL``, ``REDIS_URL``, ``CELERY_BROKER_URL``) are chosen by the environment
-modules; the ``MEMORY_*`` knobs (DESIGN.md section 7) are read here and a tenant may override them.
+modules; the ``MEMORY_*`` knobs are read here and a tenant may override them.
 """
 
 import ipaddress
@@ -153,7 +153,7 @@ def database_settings(url: str) -> dict:
     database["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
     database["CONN_HEALTH_CHECKS"] = True
     database.setdefault("OPTIONS", {})
-    # Fail fast when PostgreSQL is unreachable: writes are still accepted (DESIGN.md 5.6).
+    # Fail fast when PostgreSQL is unreachable: writes are still accepted (degraded, not down).
     database["OPTIONS"].setdefault("connect_timeout", env.int("MEMORY_DB_CONNECT_TIMEOUT", default=2))
     # Short indexed queries only: JIT compilation costs more than it saves (a misestimated admin
     # search spent 245 ms of 595 ms compiling).
@@ -190,7 +190,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TIMEZONE = "UTC"
-# Write path promises (DESIGN.md 5.1 and 5.6): confirmed, persistent publishes on durable queues;
+# Write path promises (a 201 means durable; degraded, not down): confirmed, persistent publishes on durable queues;
 # a task is acknowledged only after it ran, and redelivered if its worker dies.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True, "confirm_timeout": 5.0}
 CELERY_BROKER_CONNECTION_TIMEOUT = env.float("MEMORY_BROKER_CONNECT_TIMEOUT", default=2.0)
@@ -269,7 +269,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
-# --- Memory knobs (DESIGN.md section 7); a tenant may override any of them --------------------
+# --- Memory knobs; a tenant may override any of them -------------------------------------------
 MEMORY_TTL_STANDARD = env.int("MEMORY_TTL_STANDARD", default=3600)
 MEMORY_TTL_EXTENDED = env.int("MEMORY_TTL_EXTENDED", default=86400)
 MEMORY_CONTEXT_TTL = env.int("MEMORY_CONTEXT_TTL", default=300)
@@ -285,9 +285,9 @@ MEMORY_SIMILARITY_THRESHOLD = env.float("MEMORY_SIMILARITY_THRESHOLD", default=0
 MEMORY_VECTOR_FETCH_LIMIT = env.int("MEMORY_VECTOR_FETCH_LIMIT", default=200)
 MEMORY_CROSS_SESSION_TRIGGER = env.int("MEMORY_CROSS_SESSION_TRIGGER", default=50)
 MEMORY_MAX_CHECKPOINTS = env.int("MEMORY_MAX_CHECKPOINTS", default=20)
-# Long-term memory (seed 003, DESIGN.md section 9). The embedding model names an entry of
+# Long-term memory: vectors, search, summaries. The embedding model names an entry of
 # search.embeddings.MODELS ("" turns embeddings off); "hybrid" search fuses keyword (BM25) and vector
-# rankings over the whole scope, "semantic" is seed 003's cosine search exactly, "keyword" BM25 alone.
+# rankings over the whole scope, "semantic" is the first design's cosine search, "keyword" BM25 alone.
 MEMORY_EMBEDDING_MODEL = env.str("MEMORY_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
 MEMORY_EMBEDDING_BATCH = env.int("MEMORY_EMBEDDING_BATCH", default=64)
 MEMORY_SEARCH_MODE = env.str("MEMORY_SEARCH_MODE", default="hybrid")
@@ -300,10 +300,10 @@ MEMORY_SUMMARY_MODEL = env.str("MEMORY_SUMMARY_MODEL", default="")
 MEMORY_SUMMARY_TIMEOUT = env.float("MEMORY_SUMMARY_TIMEOUT", default=20.0)
 # Days a conversation may stay idle before the retention sweeper erases it (0 = kept until erased).
 MEMORY_RETENTION_DAYS = env.int("MEMORY_RETENTION_DAYS", default=0)
-# Seed 004: the messages get_window_for_llm hands the model.
+# The messages get_window_for_llm hands the model.
 MEMORY_MAX_TURNS_PROMPT = env.int("MEMORY_MAX_TURNS_PROMPT", default=20)
 
-# Bounds on input (DESIGN.md 5.8) and on the cache.
+# Bounds on input and on the cache.
 MEMORY_MAX_CONTENT_CHARS = env.int("MEMORY_MAX_CONTENT_CHARS", default=100_000)
 MEMORY_MAX_METADATA_BYTES = env.int("MEMORY_MAX_METADATA_BYTES", default=16_384)
 # A tool result's structured output (metadata.artifact), bounded apart from the rest of the metadata.
@@ -358,8 +358,8 @@ MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=6_000)
 MEMORY_RATE_WINDOW = env.int("MEMORY_RATE_WINDOW", default=60)
 
 # The chat endpoint (chat/): its model as init_chat_model's "provider:model" ("" = none: the endpoint
-# answers 503 naming this setting), an OpenAI-compatible server's base URL, and seed 000's defaults
-# (MAX_TOKENS_PER_REQUEST). MEMORY_CHAT_TIMEOUT bounds the whole model call, in seconds.
+# answers 503 naming this setting), an OpenAI-compatible server's base URL, and the default
+# temperature and answer length a request may override. MEMORY_CHAT_TIMEOUT bounds the whole model call, in seconds.
 MEMORY_CHAT_MODEL = env.str("MEMORY_CHAT_MODEL", default="")
 MEMORY_CHAT_BASE_URL = env.str("MEMORY_CHAT_BASE_URL", default="")
 MEMORY_CHAT_TEMPERATURE = env.float("MEMORY_CHAT_TEMPERATURE", default=0.7)

@@ -18,7 +18,7 @@ class SearchQuerySerializer(SearchFiltersSerializer):
     q = serializers.CharField(
         trim_whitespace=False, help_text="The words or question to search for (at most MEMORY_MAX_QUERY_CHARS)."
     )
-    mode = serializers.ChoiceField(choices=MODES, required=False, help_text="hybrid (default), semantic (seed 003) or keyword.")
+    mode = serializers.ChoiceField(choices=MODES, required=False, help_text="hybrid (default), semantic (vectors) or keyword.")
     scope = serializers.ChoiceField(
         choices=SCOPES,
         required=False,

@@ -31,7 +31,7 @@ class ConversationSearchView(_SearchView):
     @extend_schema(
         parameters=[serializers.SearchQuerySerializer],
         responses=serializers.SearchOutSerializer,
-        description="Seed 003's semantic search, fused with keyword (BM25) search by default: the messages of this "
+        description="Semantic search, fused with keyword (BM25) search by default: the messages of this "
         "conversation (and of the same user's other conversations, by scope) most relevant to q, best first. "
         "The filters narrow the messages ranked before ranking: top_k is the best among those that match.",
     )

@@ -1,4 +1,4 @@
-"""The checkpoint API end to end (seed 004 save_checkpoint / load_checkpoint, LangGraph's checkpointer
+"""The checkpoint API end to end (save_checkpoint / load_checkpoint, LangGraph's checkpointer
 storage), against the real PostgreSQL.
 
 ``api`` is a client of acme (``tenant``); ``other_api`` one of globex, which must never see or change

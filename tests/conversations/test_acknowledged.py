@@ -1,4 +1,4 @@
-"""Acknowledged means persisted (DESIGN.md 5.7, 5.10, 5.11): under a lost ledger, a lost confirm, a
+"""Acknowledged means persisted (the write path's promises 7, 10 and 11): under a lost ledger, a lost confirm, a
 retry in flight, a database that cannot be asked, and a persist task that cannot be stored.
 
 The services run here against the real PostgreSQL, Redis and RabbitMQ; the worker's part is done

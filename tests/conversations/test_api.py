@@ -1,4 +1,4 @@
-"""The REST API v1 end to end (DESIGN.md sections 5 and 6), against the real PostgreSQL, Redis and RabbitMQ.
+"""The REST API v1 end to end (its endpoints and the write path's promises), against the real PostgreSQL, Redis and RabbitMQ.
 
 Tests that publish tasks take ``no_worker`` (the tasks wait in the broker; ``run_queued_tasks``
 then plays the worker's part in this process, step by step) or ``worker`` (a real Celery worker).

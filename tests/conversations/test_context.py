@@ -1,4 +1,4 @@
-"""What an agent asks before each LLM call: the context (seed 001), the LLM window (seed 004), and
+"""What an agent asks before each LLM call: the context, the LLM window, and
 clearing a chat history, through the API against the real PostgreSQL, Redis and RabbitMQ."""
 
 from typing import Any
@@ -235,7 +235,7 @@ def test_another_tenants_conversation_has_no_context_and_no_window(api, other_ap
     assert len(other_api.get(messages_url("c-theirs")).json()["messages"]) == 2
 
 
-# --- Seed 004's window for the LLM --------------------------------------------------------------
+# --- The window for the LLM ----------------------------------------------------------------------
 
 
 def test_the_llm_window_is_the_newest_messages_starting_at_a_turn(api, tenant, no_worker):

@@ -1,4 +1,4 @@
-"""The write path's promises under real faults (DESIGN.md section 5): a broker that refuses or is
+"""The write path's promises under real faults: a broker that refuses or is
 down, Redis flushed or restarted, PostgreSQL unreachable, a worker killed mid-task, a task that
 keeps failing. Every fault acts on a process or proxy the test starts itself."""
 

@@ -1,5 +1,5 @@
-"""Every interleaving of two racing actors, run step by step against the promises of DESIGN.md
-section 5: nothing acknowledged is lost, nothing is listed twice, the order by seq is the same in
+"""Every interleaving of two racing actors, run step by step against the write path's
+promises: nothing acknowledged is lost, nothing is listed twice, the order by seq is the same in
 the cache and in PostgreSQL, a rebuild never installs a list older than the live one, nothing
 erased comes back, and no message is shown and then hidden.
 

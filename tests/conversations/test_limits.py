@@ -1,4 +1,4 @@
-"""Bounded input (DESIGN.md 5.8): breaking a limit is a 400 (413 for the body) whose message names the
+"""Bounded input: breaking a limit is a 400 (413 for the body) whose message names the
 setting, and nothing is written: no cache key, no row, no task in the broker.
 
 Every test takes ``no_worker`` so that a task published by mistake would still be in the queue.

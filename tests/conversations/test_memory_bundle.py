@@ -1,4 +1,4 @@
-"""The context with long-term memory (seed 003 ``use_memory``): the bundle, the rendered prompt, and
+"""The context with long-term memory (``use_memory``): the bundle, the rendered prompt, and
 the relevant past that joins the system message within the budget."""
 
 import pytest
@@ -31,7 +31,7 @@ def context(api, **body):
     return response.json()
 
 
-def test_the_bundle_carries_seed_003s_five_parts(api, remembered):
+def test_the_bundle_carries_its_five_parts(api, remembered):
     answer = context(api, query="What is the name of my puppy?")
     memory = answer["memory"]
     assert set(memory) >= {"context", "recent_messages", "summaries", "memories", "query_embedding_dim"}
@@ -65,7 +65,7 @@ def test_the_relevant_past_joins_the_system_message(api, remembered):
     assert answer["messages"][-1] == {"role": "user", "content": "What is the name of my puppy?"}
 
 
-def test_the_rendered_prompt_follows_seed_003s_order_and_truncation(api, remembered):
+def test_the_rendered_prompt_follows_its_order_and_truncation(api, remembered):
     prompt = context(api, query="What is the name of my puppy?")["rendered_prompt"]
     order = [
         "Recent conversation history:",

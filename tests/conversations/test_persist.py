@@ -1,5 +1,5 @@
 """The worker's side of the write path (``services.messages_persist``), called as the task calls it:
-idempotent (DESIGN.md 5.2), erased messages dropped, counters kept, and derived memory queued once
+idempotent, erased messages dropped, counters kept, and derived memory queued once
 per conversation however many writes arrive while it waits in the queue."""
 
 import threading

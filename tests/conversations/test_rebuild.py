@@ -1,4 +1,4 @@
-"""Promise 5 of DESIGN.md, "Rebuilds lose nothing": a rebuild (cache miss, ``rebuild_cache``, admin
+"""The write path's promise 5, "Rebuilds lose nothing": a rebuild (cache miss, ``rebuild_cache``, admin
 action) merges the database rows with the writes still pending, never installs a list older than
 the live one (version guard, atomic swap), and never shows a message and then hides it again.
 

@@ -1,4 +1,4 @@
-"""The user facts API end to end (seed 003 ``memories``), against the real PostgreSQL.
+"""The user facts API end to end (the memory bundle's ``memories``), against the real PostgreSQL.
 
 ``api`` is a client of acme (``tenant``); ``other_api`` one of globex, whose user "u1" is another
 user than acme's "u1" and must never see or change acme's facts.

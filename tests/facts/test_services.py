@@ -183,7 +183,7 @@ def test_erasing_a_user_leaves_no_fact_or_change_of_theirs_and_touches_no_other_
 # --- Reads --------------------------------------------------------------------------------------------
 
 
-def test_facts_for_context_are_seed_003s_shape_newest_first_and_limited(tenant):
+def test_facts_for_context_are_in_the_bundle_shape_newest_first_and_limited(tenant):
     services.fact_set(tenant=tenant, user_id="u1", key="name", value="Ada")
     services.fact_set(tenant=tenant, user_id="u1", key="city", value="London")
     services.fact_set(tenant=tenant, user_id="u1", key="pet", value="cat")

@@ -1,4 +1,4 @@
-"""Search over past messages: seed 003's semantic search, BM25 and their fusion, with the real
+"""Search over past messages: semantic search, BM25 and their fusion, with the real
 all-MiniLM-L6-v2 model, on the test PostgreSQL."""
 
 from datetime import UTC, datetime, timedelta
@@ -258,7 +258,7 @@ def test_the_backfill_queues_conversations_with_messages_missing_vectors(tenant,
     assert take_queued_tasks(settings.MEMORY_DERIVED_QUEUE) == [("search.tasks.conversation_embed", [tenant.pk, "s1"])]
 
 
-def test_the_plain_model_embeds_the_bare_text_as_seed_003_does(tenant):
+def test_the_plain_model_embeds_the_bare_text(tenant):
     conversation_of_facts(tenant)
     assert services.conversation_embed(tenant=tenant, conversation_id="s1", model="all-MiniLM-L6-v2-plain") == len(FACTS)
     result = search(tenant, "puppy named Rex", mode="semantic", embedding_model="all-MiniLM-L6-v2-plain", min_similarity=-1.0)

@@ -1,4 +1,4 @@
-"""The summaries a memory context carries (seed 003's ``summaries``): the conversation's own newest
+"""The summaries a memory context carries (the bundle's ``summaries``): the conversation's own newest
 first, then the same user's other conversations', never another user's or another tenant's."""
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""Fail-closed tenancy (DESIGN.md section 3): an unscoped query raises, another tenant's ids answer 404
+"""Fail-closed tenancy: an unscoped query raises, another tenant's ids answer 404
 on every endpoint and in every selector, and the tenant comes from the API key only.
 
 ``tenant`` (acme, client ``api``) is the caller; ``other_tenant`` (globex) owns the conversation

@@ -1,5 +1,5 @@
-"""``manage.py rebuild_cache --tenant <slug> [--conversation <id>] [--async]`` (seed 002
-``rebuild_cache_for_tenant``): rebuild the message lists and memory documents of a tenant."""
+"""``manage.py rebuild_cache --tenant <slug> [--conversation <id>] [--async]``:
+rebuild the message lists and memory documents of a tenant."""
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
