@@ -1,10 +1,10 @@
 """How search ranks: cosine similarity, BM25 (in PostgreSQL) and their fusion. Pure functions
 except ``BM25_SQL``, which ``search.selectors`` runs.
 
-Why hybrid: measured on real long conversations, BM25 alone finds the answer
-turns twice as often as cosine over bare text, and cosine over "[date] Speaker: text" nearly as
-often as BM25; names, numbers and dates are what questions and answers share, and embeddings blur
-them. The two rankers fail on different questions, so their fusion beats both, provided each is good:
+Why hybrid: names, numbers and dates are what questions and answers share, and embeddings blur
+them, while words alone miss a paraphrase. On long multi-session conversations (the retrieval
+benchmark, ``python -m benchmarks.retrieval``) BM25 and cosine over "[date] Speaker: text" each find
+answer turns the other misses, so their fusion beats both, provided each is good:
 reciprocal-rank fusion (Cormack et al., 2009) with a weight per ranker, on ranks rather than raw
 scores, because BM25 scores and cosines live on unrelated scales.
 """
