@@ -1,5 +1,7 @@
 """factory_boy factories for the models tests need."""
 
+from datetime import datetime
+
 import factory
 from django.utils import timezone
 from faker import Faker
@@ -31,11 +33,12 @@ def conversation_with_messages(
     conversation_id: str,
     count: int = 0,
     *,
-    rows: list[tuple[str, str, dict]] | None = None,
+    rows: list[tuple[str, str, dict]] | list[tuple[str, str, dict, datetime]] | None = None,
     **fields: object,
 ) -> Conversation:
-    """A persisted conversation with seqs 1..n: ``rows`` of (role, content, metadata), or ``count``
-    messages alternating user and assistant."""
+    """A persisted conversation with seqs 1..n: ``rows`` of (role, content, metadata), optionally
+    with a fourth item, the message's ``created_at`` (else now), or ``count`` messages alternating
+    user and assistant."""
     if rows is None:
         rows = [("user" if seq % 2 else "assistant", f"message {seq}: {fake.sentence()}", {}) for seq in range(1, count + 1)]
     conversation = Conversation.objects.for_tenant(tenant).create(
@@ -51,10 +54,10 @@ def conversation_with_messages(
                 role=role,
                 content=content,
                 metadata=metadata,
-                created_at=now,
+                created_at=created_at or now,
                 token_count=len(content.split()),
             )
-            for seq, (role, content, metadata) in enumerate(rows, start=1)
+            for seq, (role, content, metadata, created_at) in enumerate(((*row, None)[:4] for row in rows), start=1)
         ),
         batch_size=2000,
     )

@@ -97,6 +97,14 @@ class ContentField(serializers.JSONField):
         return data
 
 
+class MetadataField(serializers.JSONField):
+    """A message's metadata as sent; ``validate`` takes it through the storable door, which names
+    what it refuses (DRF's own check would re-encode it first, and overflow on deep nesting)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+
 class MessageInSerializer(serializers.Serializer):
     """One message. OpenAI-style ``tool_calls`` (assistant), ``tool_call_id`` (tool) and ``name`` may be
     sent beside ``content``: they are kept in ``metadata`` under the same names, where the context
@@ -110,7 +118,7 @@ class MessageInSerializer(serializers.Serializer):
         help_text="Text, a list of content parts (objects with a string type: text, image_url, image...), or null "
         "(assistant only, stored as empty).",
     )
-    metadata = serializers.JSONField(required=False, default=dict)
+    metadata = MetadataField(required=False, default=dict)
     created_at = serializers.DateTimeField(required=False, help_text="Defaults to the time of the write.")
     tool_calls = serializers.ListField(child=serializers.DictField(), required=False, max_length=128)
     tool_call_id = serializers.CharField(required=False, max_length=200)
@@ -152,7 +160,7 @@ class AppendSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices, required=False)
     content = ContentField(required=False, allow_null=True)
     id = serializers.UUIDField(required=False)
-    metadata = serializers.JSONField(required=False)
+    metadata = MetadataField(required=False)
     created_at = serializers.DateTimeField(required=False)
     user_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX, default="")
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX, default="")

@@ -17,6 +17,7 @@ from django_redis import get_redis_connection
 
 from conversations.models import Message
 from memory_client import MemoryClient
+from memory_client.store import ServiceStore
 from memoryproject.celery import app as celery_app
 from tenants import services as tenant_services
 from tests.faults import CeleryWorker, WebServer, wait_until
@@ -115,3 +116,16 @@ def memory(service: LiveService) -> Iterator[MemoryClient]:
     """A client of the live service, authenticated as the tenant."""
     with service.client() as client:
         yield client
+
+
+@pytest.fixture
+def service_store(service: LiveService) -> Iterator[ServiceStore]:
+    """The service's LangGraph store, as a tenant's key reaches it."""
+    client = service.client()
+    yield ServiceStore(client)
+    client.close()
+
+
+def keys(items: list[Any]) -> list[str]:
+    """The keys of a store's answer, in order."""
+    return [item.key for item in items]

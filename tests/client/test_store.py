@@ -31,7 +31,7 @@ from memory_client import MemoryServiceError
 from memory_client.store import ServiceStore
 from store.models import StoreItem
 from tenants import services as tenant_services
-from tests.client.conftest import LiveService
+from tests.client.conftest import LiveService, keys
 from tests.search.fakes import DIMENSIONS, HashedWordsEmbeddings
 
 # Committed rows: the live service must see the tenant and key that the ``store`` fixture asks for late.
@@ -49,17 +49,6 @@ def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
     client = service.client()
     yield ServiceStore(client, index={"fields": ["text"]})
     client.close()
-
-
-@pytest.fixture
-def service_store(service: LiveService) -> Iterator[ServiceStore]:
-    client = service.client()
-    yield ServiceStore(client)
-    client.close()
-
-
-def keys(items: list[Any]) -> list[str]:
-    return [item.key for item in items]
 
 
 # --- The same answers from both stores ---------------------------------------------------------------

@@ -36,7 +36,7 @@ from langgraph.store.memory import InMemoryStore
 
 from memory_client.store import ServiceStore
 from store.models import StoreItem
-from tests.client.conftest import LiveService
+from tests.client.conftest import LiveService, keys
 from tests.search.fakes import DIMENSIONS, HashedWordsEmbeddings
 
 # Committed rows: the live service must see the tenant and key that the ``store`` fixture asks for late.
@@ -53,17 +53,6 @@ def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
     client = service.client()
     yield ServiceStore(client)
     client.close()
-
-
-@pytest.fixture
-def service_store(service: LiveService) -> Iterator[ServiceStore]:
-    client = service.client()
-    yield ServiceStore(client)
-    client.close()
-
-
-def keys(items: list[Any]) -> list[str]:
-    return [item.key for item in items]
 
 
 def put_all(store: BaseStore, namespaces: list[tuple[str, ...]]) -> None:

@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from conversations.models import Conversation, Message
+from conversations.models import Message
 from search import filters, services
+from tests.factories import conversation_with_messages
 
 pytestmark = pytest.mark.django_db
 
@@ -43,26 +44,15 @@ ALL_OF_CAROLINE = {("s1", 1), ("s1", 2), ("s1", 3), ("s1", 4), ("s1", 5), ("s2",
 
 def build_world(tenant):
     for conversation_id, (user_id, agent_id, rows) in WORLD.items():
-        conversation = Conversation.objects.for_tenant(tenant).create(
-            tenant=tenant,
-            conversation_id=conversation_id,
+        conversation_with_messages(
+            tenant,
+            conversation_id,
+            rows=[
+                (role, content, metadata, START + timedelta(days=days, minutes=seq))
+                for seq, (role, metadata, content, days) in enumerate(rows, start=1)
+            ],
             user_id=user_id,
             agent_id=agent_id,
-            message_count=len(rows),
-            last_seq=len(rows),
-        )
-        Message.objects.for_tenant(tenant).bulk_create(
-            Message(
-                tenant=tenant,
-                conversation=conversation,
-                seq=seq,
-                role=role,
-                content=content,
-                metadata=metadata,
-                created_at=START + timedelta(days=days, minutes=seq),
-                token_count=len(content.split()),
-            )
-            for seq, (role, metadata, content, days) in enumerate(rows, start=1)
         )
         services.conversation_embed(tenant=tenant, conversation_id=conversation_id)
 

@@ -33,12 +33,15 @@ from hypothesis import strategies as st
 from checkpoints import services as checkpoint_services
 from checkpoints.models import Checkpoint, CheckpointWrite
 from conversations import services
+from conversations.api.serializers import append_values
 from conversations.exceptions import LimitExceeded, Unstorable
 from conversations.models import Conversation, DeadLetter, Message
 from conversations.storable import cleaned_text, storable_text
 from facts import services as fact_services
 from facts.models import UserFact
 from memoryproject.celery import app as celery_app
+from store import services as store_services
+from store.models import StoreItem
 from tenants import services as tenant_services
 from tests.chat import fakes
 from tests.conftest import _workers as conftest_workers
@@ -78,7 +81,7 @@ FUZZ = settings(
 CHECKPOINT_NAMES = ["checkpoint_id", "namespace", "parent_id"]
 WRITE_NAMES = ["channel", "task_id", "task_path"]
 # What a service raises to refuse a value it cannot take; each answers a 4xx.
-REFUSALS = (Unstorable, LimitExceeded, fact_services.InvalidFact)
+REFUSALS = (Unstorable, LimitExceeded, fact_services.InvalidFact, store_services.InvalidStoreOperation)
 
 
 @pytest.fixture(autouse=True)
@@ -338,6 +341,49 @@ def test_message_append_refuses_unstorable_content_or_stores_it_exactly(tenant, 
     check(outcome, expected, name)
     if outcome == STORED:
         assert Message.objects.for_tenant(tenant).get(conversation__conversation_id=conversation_id).content == text
+
+
+@FUZZ
+@every_case(JSON_CASES)
+@given(case=json_cases)
+@pytest.mark.parametrize("where", ["content part", "artifact"])
+def test_content_parts_and_artifacts_are_refused_when_unstorable_or_stored_exactly(tenant, case, where):
+    # The parts and the artifact are read by the API's own validation (append_values), then appended.
+    name, expected, value = case
+    conversation_id = new_id()
+    if where == "content part":
+        message = {"role": "user", "content": [{"type": "text", "text": "hi", "v": value}]}
+    else:
+        message = {"role": "tool", "content": "done", "metadata": {"tool_call_id": "c1", "artifact": {"v": value}}}
+
+    outcome = settle(
+        tenant,
+        lambda: services.message_append(
+            tenant=tenant, conversation_id=conversation_id, messages=append_values(message)["messages"]
+        ),
+    )
+
+    # Kept in the message's metadata: {"content_parts": [{"v": ...}]} or {"artifact": {"v": ...}}.
+    check(outcome, expected_at(expected, levels_above=3 if where == "content part" else 2), name)
+    if outcome == STORED:
+        row = Message.objects.for_tenant(tenant).get(conversation__conversation_id=conversation_id)
+        kept = row.metadata["content_parts"][0]["v"] if where == "content part" else row.metadata["artifact"]["v"]
+        assert same_json(kept, value)
+
+
+@FUZZ
+@every_case(JSON_CASES)
+@given(case=json_cases)
+def test_a_store_value_is_refused_when_unstorable_or_stored_exactly(tenant, case):
+    name, expected, value = case
+    key = new_id()
+    put = {"op": "put", "namespace": ["door"], "key": key, "value": {"v": value}, "index": False}
+
+    outcome = settle(tenant, lambda: store_services.store_batch(tenant=tenant, operations=store_services.operations_parse([put])))
+
+    check(outcome, expected_at(expected, levels_above=1), name)
+    if outcome == STORED:
+        assert same_json(StoreItem.objects.for_tenant(tenant).get(key=key).value, {"v": value})
 
 
 @pytest.mark.parametrize(("name", "expected", "moment"), DATETIME_CASES, ids=[case[0] for case in DATETIME_CASES])
