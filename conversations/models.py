@@ -16,6 +16,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import Q
+from django.db.models.fields.json import KeyTextTransform
 
 from tenants.managers import TenantManager, UnscopedManager
 from tenants.models import Tenant
@@ -74,9 +75,12 @@ class Conversation(models.Model):
 # words, so it serves every language the same way; queries must use this exact expression to hit
 # the index (``selectors.messages_matching``).
 CONTENT_WORDS = SearchVector("content", config="simple")
-# The terms BM25 ranks by (``search.ranking``): stemmed, stop words dropped. The SQL there repeats
-# this expression exactly, so the index serves it.
-CONTENT_TERMS = SearchVector("content", config="english")
+# The terms BM25 ranks by (``search.ranking``): the speaker's ``name`` and the text, stemmed, stop words
+# dropped. The name is there because questions name who said a thing ("What did Caroline adopt?")
+# while people seldom say their own name: without it, the name's only matches are the turns where
+# someone else greets or addresses them. The SQL there repeats this expression exactly, so the index
+# serves it.
+CONTENT_TERMS = SearchVector(KeyTextTransform("name", "metadata"), "content", config="english")
 
 
 class Message(models.Model):

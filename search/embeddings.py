@@ -48,8 +48,12 @@ class LocalSentenceTransformer(Embeddings):
     def __init__(self, path: str, *, batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the files are local: never ask a hub
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # forked Celery workers
+        import torch
+        from django.conf import settings
         from sentence_transformers import SentenceTransformer
 
+        if settings.MEMORY_EMBEDDING_THREADS > 0:
+            torch.set_num_threads(settings.MEMORY_EMBEDDING_THREADS)
         self.model = SentenceTransformer(path, device="cpu")
         self.batch_size = batch_size
 

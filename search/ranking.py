@@ -17,6 +17,10 @@ import numpy as np
 
 from search.filters import MESSAGE_FILTERS_SQL
 
+# A message's terms: its speaker's name and its text (``conversations.models.CONTENT_TERMS``, whose
+# index ``message_terms`` serves this exact expression).
+MESSAGE_TERMS_SQL = "to_tsvector('english'::regconfig, COALESCE((m.metadata ->> 'name'), '') || ' ' || COALESCE(m.content, ''))"
+
 # Lucene's BM25 (k1 1.2, b 0.75, idf ln(1 + (N - df + 0.5) / (df + 0.5))) over the messages of a
 # scope, computed where the rows are. Terms are PostgreSQL's "english" lexemes (stemmed, stop words
 # dropped), matched through the GIN index ``message_terms`` on the same expression; the document
@@ -71,10 +75,14 @@ BM25_SQL = (
     + """matched AS (
     SELECT m.id, m.token_count, term.lexeme, COALESCE(array_length(term.positions, 1), 1)::float8 AS tf
     FROM conversation_messages AS m
-    CROSS JOIN LATERAL unnest(to_tsvector('english'::regconfig, COALESCE(m.content, ''))) AS term
+    CROSS JOIN LATERAL unnest("""
+    + MESSAGE_TERMS_SQL
+    + """) AS term
     WHERE m.tenant_id = %(tenant)s
       AND m.conversation_id = ANY(%(conversations)s)
-      AND to_tsvector('english'::regconfig, COALESCE(m.content, '')) @@ (SELECT q FROM query)
+      AND """
+    + MESSAGE_TERMS_SQL
+    + """ @@ (SELECT q FROM query)
       AND m.id IN (SELECT id FROM scope)
       AND term.lexeme = ANY(ARRAY(SELECT unnest(terms) FROM query))
 ),
@@ -85,6 +93,26 @@ BM25_SQL = (
 FILTERED_MESSAGES_SQL = (
     """SELECT m.id FROM conversation_messages AS m
     WHERE m.tenant_id = %(tenant)s AND m.conversation_id = ANY(%(conversations)s) AND m.role IN ('user', 'assistant')"""  # noqa: S608 (constant parts only)
+    + MESSAGE_FILTERS_SQL
+)
+
+# The searched turns just before and just after each of some messages (``keys``) in their
+# conversation, through the unique (conversation, seq) index, kept only where the neighbour belongs to
+# the scope and passes the filters. Parameters: tenant, conversations, keys, the filters'.
+NEIGHBOURS_SQL = (
+    """SELECT c.id, m.id FROM conversation_messages AS c
+    CROSS JOIN LATERAL (
+        (SELECT n.id FROM conversation_messages AS n
+         WHERE n.conversation_id = c.conversation_id AND n.seq < c.seq AND n.role IN ('user', 'assistant')
+         ORDER BY n.seq DESC LIMIT 1)
+        UNION ALL
+        (SELECT n.id FROM conversation_messages AS n
+         WHERE n.conversation_id = c.conversation_id AND n.seq > c.seq AND n.role IN ('user', 'assistant')
+         ORDER BY n.seq LIMIT 1)
+    ) AS beside
+    JOIN conversation_messages AS m ON m.id = beside.id
+    WHERE c.tenant_id = %(tenant)s AND c.id = ANY(%(keys)s)
+      AND m.tenant_id = %(tenant)s AND m.conversation_id = ANY(%(conversations)s)"""  # noqa: S608 (constant parts only)
     + MESSAGE_FILTERS_SQL
 )
 
@@ -122,6 +150,72 @@ def cosine_top(*, keys: list[int], similarities: np.ndarray, top_k: int, min_sim
     return ranked
 
 
+def fused_scores(
+    *, vector: list[tuple[int, float]], keyword: list[tuple[int, float]], vector_weight: float = 1.0, keyword_weight: float = 1.0
+) -> dict[int, float]:
+    """Weighted reciprocal-rank fusion of two rankings (each best first: key, score): key -> score."""
+    scores: dict[int, float] = {}
+    for weight, ranking in ((vector_weight, vector), (keyword_weight, keyword)):
+        for rank, (key, _) in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank)
+    return scores
+
+
+def convex(*, vector: dict[int, float], keyword: dict[int, float], vector_weight: float) -> dict[int, float]:
+    """Convex combination of min-max normalised scores: ``vector_weight`` x cosine + the rest x BM25.
+
+    ``vector`` holds the cosine of every candidate (the vectors of the whole scope are at hand) and
+    ``keyword`` the BM25 score of the candidates that share a term with the query (the others score 0).
+    Unlike reciprocal-rank fusion, a candidate's standing depends on how far ahead it is, not only on
+    its place: a long tail of weak matches (the turns that match only the speaker's name) cannot
+    outrank the best of the other ranking (Bruch et al., "An Analysis of Fusion Functions for Hybrid
+    Retrieval", 2023).
+    """
+    keys = set(vector) | set(keyword)
+    if not keys:
+        return {}
+    cosines = [vector[key] for key in vector]
+    low, high = (min(cosines), max(cosines)) if cosines else (0.0, 0.0)
+    top = max(keyword.values(), default=0.0)
+    scores = {}
+    for key in keys:
+        similarity = (vector.get(key, low) - low) / (high - low) if high > low else 0.0
+        words = keyword.get(key, 0.0) / top if top > 0 else 0.0
+        scores[key] = vector_weight * similarity + (1 - vector_weight) * words
+    return scores
+
+
+def spread(scores: dict[int, float], neighbours: dict[int, tuple[int, ...]], weight: float) -> dict[int, float]:
+    """Each message's score plus ``weight`` times the best score among the turns beside it.
+
+    A turn is often understood only with the one before or after it: "Did you get the puppy?" /
+    "Yes! Rex." The question's words match the first, the answer is the second. ``neighbours`` maps a
+    scored message to the messages beside it in its conversation; a neighbour found by neither ranker
+    enters with the share of its neighbour's score alone.
+    """
+    if weight <= 0 or not neighbours:
+        return scores
+    bonus: dict[int, float] = {}
+    for key, beside in neighbours.items():
+        score = scores.get(key, 0.0)
+        for other in beside:
+            bonus[other] = max(bonus.get(other, 0.0), weight * score)
+    spread_scores = dict(scores)
+    for key, extra in bonus.items():
+        spread_scores[key] = spread_scores.get(key, 0.0) + extra
+    return spread_scores
+
+
+def best(
+    scores: dict[int, float], *, top_k: int, similarity: dict[int, float] | None = None, keyword: dict[int, float] | None = None
+) -> list[Ranked]:
+    """The ``top_k`` best of ``scores`` (ties: the newer message, the higher key), with each ranker's own score."""
+    similarity = similarity or {}
+    keyword = keyword or {}
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:top_k]
+    return [Ranked(key=key, score=score, similarity=similarity.get(key), keyword_score=keyword.get(key)) for key, score in ranked]
+
+
 def fuse(
     *,
     vector: list[tuple[int, float]],
@@ -130,14 +224,6 @@ def fuse(
     vector_weight: float = 1.0,
     keyword_weight: float = 1.0,
 ) -> list[Ranked]:
-    """Weighted reciprocal-rank fusion of two rankings (each best first: key, score)."""
-    scores: dict[int, float] = {}
-    similarity = dict(vector)
-    keyword_scores = dict(keyword)
-    for weight, ranking in ((vector_weight, vector), (keyword_weight, keyword)):
-        for rank, (key, _) in enumerate(ranking, start=1):
-            scores[key] = scores.get(key, 0.0) + weight / (RRF_K + rank)
-    best = sorted(scores.items(), key=lambda item: (-item[1], -item[0]))[:top_k]
-    return [
-        Ranked(key=key, score=score, similarity=similarity.get(key), keyword_score=keyword_scores.get(key)) for key, score in best
-    ]
+    """Weighted reciprocal-rank fusion of two rankings (each best first: key, score), its ``top_k`` best."""
+    scores = fused_scores(vector=vector, keyword=keyword, vector_weight=vector_weight, keyword_weight=keyword_weight)
+    return best(scores, top_k=top_k, similarity=dict(vector), keyword=dict(keyword))

@@ -28,7 +28,10 @@ that match, and every limit above counts matching messages only.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -58,6 +61,12 @@ class SearchRequest:
     vector_fetch_limit: int = 200
     cross_session_trigger: int = 50
     candidate_limit: int = 20_000
+    # Hybrid: the cosine's share of the fused score (``ranking.convex``), and the share of a turn's
+    # score given to the turns beside it (``ranking.spread``; 0: none).
+    vector_weight: float = 0.5
+    neighbour_weight: float = 0.0
+    # Hybrid: "convex", or "rrf" (reciprocal-rank fusion, kept for the retrieval evaluation to compare).
+    fusion: str = "convex"
     # The vectors to compare: the tenant's model unless named (the retrieval evaluation compares models).
     embedding_model: str | None = None
     filters: SearchFilters = NO_FILTERS
@@ -71,6 +80,8 @@ class SearchRequest:
             "vector_fetch_limit": tenant.setting("MEMORY_VECTOR_FETCH_LIMIT"),
             "cross_session_trigger": tenant.setting("MEMORY_CROSS_SESSION_TRIGGER"),
             "candidate_limit": tenant.setting("MEMORY_SEARCH_CANDIDATE_LIMIT"),
+            "vector_weight": tenant.setting("MEMORY_SEARCH_VECTOR_WEIGHT"),
+            "neighbour_weight": tenant.setting("MEMORY_SEARCH_NEIGHBOUR_WEIGHT"),
         }
         known = {item.name for item in fields(cls)}
         values = defaults | {name: value for name, value in given.items() if value is not None and name in known}
@@ -97,6 +108,11 @@ class SearchRequest:
             )
         if self.min_similarity is not None and not -1.0 <= self.min_similarity <= 1.0:
             raise LimitExceeded("min_similarity is a cosine similarity: between -1 and 1.", details={"field": "min_similarity"})
+        for name in ("vector_weight", "neighbour_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise LimitExceeded(f"{name} is a share of a score: between 0 and 1.", details={"field": name})
+        if self.fusion not in ("convex", "rrf"):
+            raise LimitExceeded(f"Unknown fusion {self.fusion!r}: use convex or rrf.", details={"field": "fusion"})
         for name in ("vector_fetch_limit", "cross_session_trigger", "candidate_limit"):
             if getattr(self, name) < 0:
                 raise LimitExceeded(f"{name} must not be negative.", details={"field": name})
@@ -143,14 +159,24 @@ def memory_search(
     started = time.perf_counter()
     request.validate()
     model = request.embedding_model or tenant.setting("MEMORY_EMBEDDING_MODEL")
-    scope = _scope(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
-    query_vector = None
+    # The query is embedded on another thread while this one asks PostgreSQL (the model and the
+    # database both release the interpreter while they work), so a hybrid search costs the slower of
+    # the two rather than their sum.
+    query_vector: Future[np.ndarray] | None = None
     if request.mode != "keyword" and model:
-        query_vector = embeddings.embed_query(model, request.query)
-    if request.mode == "semantic":
-        ranked, candidates = _semantic(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
-    else:
-        ranked, candidates = _hybrid(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
+        query_vector = _query_embedder().submit(embeddings.embed_query, model, request.query)
+    try:
+        scope = _scope(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
+        if request.mode == "semantic":
+            ranked, candidates = _semantic(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
+        else:
+            ranked, candidates = _hybrid(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
+    finally:
+        if query_vector is not None and not query_vector.done():
+            query_vector.cancel()
+    dimensions = None
+    if query_vector is not None and query_vector.done() and not query_vector.cancelled() and query_vector.exception() is None:
+        dimensions = int(query_vector.result().shape[0])
     return SearchResult(
         hits=_hits(tenant=tenant, ranked=ranked),
         mode=request.mode,
@@ -158,9 +184,22 @@ def memory_search(
         conversations=len(scope.conversation_pks),
         candidates=candidates,
         embedding_model=model,
-        query_embedding_dim=None if query_vector is None else int(query_vector.shape[0]),
+        query_embedding_dim=dimensions,
         milliseconds=(time.perf_counter() - started) * 1000,
     )
+
+
+_embedder_pool: tuple[int, ThreadPoolExecutor] | None = None
+_embedder_pool_lock = threading.Lock()
+
+
+def _query_embedder() -> ThreadPoolExecutor:
+    """This process's threads for query embeddings (made again in a forked child: threads do not fork)."""
+    global _embedder_pool
+    with _embedder_pool_lock:
+        if _embedder_pool is None or _embedder_pool[0] != os.getpid():
+            _embedder_pool = (os.getpid(), ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding"))
+        return _embedder_pool[1]
 
 
 def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | None, user_id: str | None) -> _Scope:
@@ -201,7 +240,7 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
 
 
 def _semantic(
-    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: np.ndarray | None
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: Future[np.ndarray] | None
 ) -> tuple[list[ranking.Ranked], int]:
     if query_vector is None or not scope.conversation_pks:
         return [], 0
@@ -213,7 +252,7 @@ def _semantic(
     if extend and len(current.keys) < limit:
         others = vectors.newest([part for pk, part in found.items() if pk != scope.current_pk], limit - len(current.keys))
         chosen = vectors.newest([current, others], limit)
-    similarities = ranking.cosine(query_vector, chosen.matrix)
+    similarities = ranking.cosine(query_vector.result(), chosen.matrix)
     ranked = ranking.cosine_top(
         keys=chosen.keys.tolist(), similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity
     )
@@ -221,7 +260,7 @@ def _semantic(
 
 
 def _hybrid(
-    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: np.ndarray | None
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: Future[np.ndarray] | None
 ) -> tuple[list[ranking.Ranked], int]:
     if not scope.conversation_pks:
         return [], 0
@@ -232,13 +271,39 @@ def _hybrid(
         return ranked, len(keyword)
     found = _vectors(tenant=tenant, scope=scope, model=model)
     chosen = vectors.newest(list(found.values()), request.candidate_limit)
-    similarities = ranking.cosine(query_vector, chosen.matrix)
+    similarities = ranking.cosine(query_vector.result(), chosen.matrix)
     order = np.argsort(-similarities, kind="stable")[:depth]
     keys = chosen.keys
     vector = [(int(keys[index]), float(similarities[index])) for index in order]
     if request.min_similarity is not None:
         vector = [(key, similarity) for key, similarity in vector if similarity >= request.min_similarity]
-    return ranking.fuse(vector=vector, keyword=keyword, top_k=request.top_k), len(keys)
+    if request.fusion == "rrf":
+        scores = ranking.fused_scores(vector=vector, keyword=keyword)
+    else:
+        # Every keyword hit's own cosine too (a hit without a vector yet keeps the lowest).
+        cosine_of = dict(vector)
+        missing = [key for key, _ in keyword if key not in cosine_of]
+        if missing:
+            where = np.isin(keys, missing)
+            cosine_of |= dict(zip(keys[where].tolist(), similarities[where].tolist(), strict=True))
+        scores = ranking.convex(vector=cosine_of, keyword=dict(keyword), vector_weight=request.vector_weight)
+    if request.neighbour_weight > 0 and scores:
+        leaders = sorted(scores, key=lambda key: (-scores[key], -key))[: request.top_k * 2 + 10]
+        scores = ranking.spread(scores, _neighbours(tenant=tenant, scope=scope, keys=leaders), request.neighbour_weight)
+    return ranking.best(scores, top_k=request.top_k, similarity=dict(vector), keyword=dict(keyword)), len(keys)
+
+
+def _neighbours(*, tenant: Tenant, scope: _Scope, keys: list[int]) -> dict[int, tuple[int, ...]]:
+    """For each message of ``keys``, the searched turns just before and after it that the filters let through."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            ranking.NEIGHBOURS_SQL,
+            {"tenant": tenant.pk, "conversations": scope.conversation_pks, "keys": keys, **scope.filters.sql_parameters()},
+        )
+        beside: dict[int, list[int]] = {}
+        for key, neighbour in cursor.fetchall():
+            beside.setdefault(key, []).append(neighbour)
+    return {key: tuple(found) for key, found in beside.items()}
 
 
 def _vectors(*, tenant: Tenant, scope: _Scope, model: str) -> dict[int, vectors.ConversationVectors]:

@@ -117,6 +117,10 @@ class ProviderCredential(models.Model):
         return secrets.decrypt(self.encrypted_secret)
 
 
+# Settings that are a share of something, between 0 and 1.
+SHARE_SETTINGS = ("MEMORY_SEARCH_VECTOR_WEIGHT", "MEMORY_SEARCH_NEIGHBOUR_WEIGHT")
+
+
 def validate_setting_overrides(overrides: Any) -> None:
     if not isinstance(overrides, dict):
         raise ValidationError("Tenant settings must be a JSON object of MEMORY_* names to values.")
@@ -138,6 +142,8 @@ def validate_setting_overrides(overrides: Any) -> None:
             raise ValidationError(f"{name} must be a non-negative number like its default ({default}).")
         if isinstance(default, int) and not isinstance(value, int):
             raise ValidationError(f"{name} must be a whole number like its default ({default}).")
+        if name in SHARE_SETTINGS and value > 1:
+            raise ValidationError(f"{name} is a share: between 0 and 1, like its default ({default}).")
 
 
 def tenant_choice_refusal(name: str, value: Any) -> str | None:

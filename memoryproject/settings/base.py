@@ -290,8 +290,17 @@ MEMORY_MAX_CHECKPOINTS = env.int("MEMORY_MAX_CHECKPOINTS", default=20)
 # rankings over the whole scope, "semantic" is the first design's cosine search, "keyword" BM25 alone.
 MEMORY_EMBEDDING_MODEL = env.str("MEMORY_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
 MEMORY_EMBEDDING_BATCH = env.int("MEMORY_EMBEDDING_BATCH", default=64)
+# Threads one process gives the local embedding model (0: the library's default, every core). A
+# query is a few tokens: split over threads it waits on them, and a busy server has other requests
+# for the other cores (one thread: 9 ms a query on this machine's 2 loaded cores, two: 33 ms).
+# Workers embedding many messages scale with processes (--concurrency) instead.
+MEMORY_EMBEDDING_THREADS = env.int("MEMORY_EMBEDDING_THREADS", default=1)
 MEMORY_SEARCH_MODE = env.str("MEMORY_SEARCH_MODE", default="hybrid")
 MEMORY_SEARCH_CANDIDATE_LIMIT = env.int("MEMORY_SEARCH_CANDIDATE_LIMIT", default=20_000)
+# Hybrid search: the cosine's share of the fused score (BM25 has the rest), and the share of a turn's
+# score that the turns just before and after it receive (search.ranking).
+MEMORY_SEARCH_VECTOR_WEIGHT = env.float("MEMORY_SEARCH_VECTOR_WEIGHT", default=0.5)
+MEMORY_SEARCH_NEIGHBOUR_WEIGHT = env.float("MEMORY_SEARCH_NEIGHBOUR_WEIGHT", default=0.0)
 # Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
 MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
 # The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory"
@@ -412,6 +421,8 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_EMBEDDING_MODEL",
     "MEMORY_SEARCH_MODE",
     "MEMORY_SEARCH_CANDIDATE_LIMIT",
+    "MEMORY_SEARCH_VECTOR_WEIGHT",
+    "MEMORY_SEARCH_NEIGHBOUR_WEIGHT",
     "MEMORY_SUMMARY_MODEL",
     "MEMORY_RETENTION_DAYS",
     "MEMORY_RATE_LIMIT",

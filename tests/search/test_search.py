@@ -323,3 +323,53 @@ def test_vectors_kept_between_searches_follow_every_change_of_the_conversation(t
     conversation_services.conversation_erase(tenant=tenant, conversation_id="s1")
     conversation_of_facts(tenant, "other", rows=[("user", "Caroline", "Hello")])
     assert search(tenant, "kiln", conversation_id="other", mode="semantic", min_similarity=-1.0).candidates == 1
+
+
+def test_a_question_naming_a_speaker_finds_what_they_said_before_someone_greeting_them(tenant):
+    # People seldom say their own name: the name matches the speaker's turns, not only the greetings.
+    rows = [
+        ("assistant", "Melanie", "Hi Caroline! So good to hear from you, Caroline."),
+        ("user", "Caroline", "I finally signed up for the marathon in Boston."),
+        ("assistant", "Melanie", "I signed up for a pottery class myself, it starts next week."),
+    ]
+    conversation_of_facts(tenant, rows=rows)
+    keyword = search(tenant, "What did Caroline sign up for?", mode="keyword")
+    assert [hit.seq for hit in keyword.hits][:1] == [2]
+    assert search(tenant, "What did Caroline sign up for?").hits[0].seq == 2
+
+
+def test_the_turn_after_a_matching_question_is_found_beside_it(tenant):
+    rows = [
+        ("user", "Caroline", "Did you end up adopting the greyhound from the rescue shelter?"),
+        ("assistant", "Melanie", "Yes! Saturday. He sleeps on the sofa all day."),
+        ("user", "Caroline", "My brother Tomasz moved to Denver in 2021 for a job at Vestas."),
+        ("assistant", "Melanie", "Our order number for the new kiln is 88341, it should arrive in June."),
+        ("user", "Caroline", "The weather in Denver has been strange all week."),
+    ]
+    conversation_of_facts(tenant, rows=rows)
+    query = "Did Melanie adopt the greyhound from the rescue shelter?"
+    alone = search(tenant, query, top_k=2, neighbour_weight=0.0)
+    beside = search(tenant, query, top_k=2, neighbour_weight=0.5)
+    assert [hit.seq for hit in beside.hits] == [1, 2]
+    assert beside.hits[1].score > next((hit.score for hit in alone.hits if hit.seq == 2), 0.0)
+
+
+def test_turns_beside_a_hit_obey_the_filters(tenant):
+    from search.filters import search_filters
+
+    rows = [
+        ("user", "Caroline", "Did you end up adopting the greyhound from the rescue shelter?"),
+        ("assistant", "Melanie", "Yes! Saturday. He sleeps on the sofa all day."),
+    ]
+    conversation_of_facts(tenant, rows=rows)
+    only_caroline = search(tenant, "greyhound rescue shelter", neighbour_weight=1.0, filters=search_filters(role=["user"]))
+    assert [hit.seq for hit in only_caroline.hits] == [1]
+
+
+def test_a_search_whose_model_cannot_load_says_so_and_leaves_no_thread_behind(tenant, settings):
+    from search.embeddings import EmbeddingModelError
+
+    conversation_of_facts(tenant)
+    with pytest.raises(EmbeddingModelError, match="no.such"):
+        search(tenant, "puppy", embedding_model="no.such:factory")
+    assert search(tenant, "puppy").hits  # the next search is served as usual
