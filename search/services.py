@@ -22,6 +22,7 @@ from datetime import timedelta
 import structlog
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
@@ -61,10 +62,16 @@ def _embed(*, tenant: Tenant, model: str, messages, progress: Callable[[int], No
         if not rows:
             return written
         last_pk = rows[-1].pk
-        contextual = embeddings.model_spec(model).contextual
+        spec = embeddings.model_spec(model)
+        previous = _previous_turns(tenant=tenant, rows=rows) if spec.document == embeddings.EXCHANGE else {}
         texts = [
             embeddings.document_text(
-                role=row.role, content=row.content, created_at=row.created_at, metadata=row.metadata, contextual=contextual
+                role=row.role,
+                content=row.content,
+                created_at=row.created_at,
+                metadata=row.metadata,
+                document=spec.document,
+                previous=previous.get(row.pk),
             )
             for row in rows
         ]
@@ -104,6 +111,27 @@ def _store(*, tenant: Tenant, model: str, rows: list[Message], vectors) -> int: 
         objects = [item for item in objects if item.message_id in alive]
         MessageEmbedding.unscoped.bulk_create(objects, ignore_conflicts=True)  # this tenant's rows only
     return len(objects)
+
+
+def _previous_turns(*, tenant: Tenant, rows: list[Message]) -> dict[int, tuple[str, str]]:
+    """For each message, who said the searched turn before it in its conversation, and what."""
+    before = (
+        Message.objects.for_tenant(tenant)
+        .filter(conversation=OuterRef("conversation"), seq__lt=OuterRef("seq"), role__in=SEARCHED_ROLES)
+        .order_by("-seq")
+    )
+    found = (
+        Message.objects.for_tenant(tenant)
+        .filter(pk__in=[row.pk for row in rows])
+        .annotate(previous_pk=Subquery(before.values("pk")[:1]))
+        .values_list("pk", "previous_pk")
+    )
+    previous_of = {pk: previous_pk for pk, previous_pk in found if previous_pk is not None}
+    said = {
+        row.pk: (embeddings.speaker_of(row.role, row.metadata), row.content)
+        for row in Message.objects.for_tenant(tenant).filter(pk__in=set(previous_of.values())).only("role", "content", "metadata")
+    }
+    return {pk: said[previous_pk] for pk, previous_pk in previous_of.items() if previous_pk in said}
 
 
 @dataclass(frozen=True)

@@ -159,7 +159,9 @@ def test_a_query_of_stop_words_alone_finds_nothing_by_keyword(tenant):
 def test_messages_not_embedded_yet_are_found_by_their_words(tenant):
     conversation_of_facts(tenant)
     MessageEmbedding.objects.for_tenant(tenant).filter(seq=5).delete()
-    assert search(tenant, "Tomasz Vestas").hits[0].seq == 5
+    found = {hit.seq: hit for hit in search(tenant, "Tomasz Vestas", top_k=2).hits}
+    assert found[5].keyword_score > 0
+    assert found[5].similarity is None  # no vector yet
 
 
 def test_the_tenants_settings_are_the_defaults_and_a_request_overrides_them(tenant):
@@ -202,6 +204,50 @@ def test_a_message_is_embedded_with_its_date_and_speaker(tenant):
     )
     assert text == "[2023-05-08] Caroline: I adopted a puppy"
     assert embeddings.speaker_of("assistant", {}) == "assistant"
+    replying = embeddings.document_text(
+        role="assistant",
+        content="Yes! Rex.",
+        created_at=message.created_at,
+        metadata={"name": "Melanie"},
+        previous=("Caroline", "Did you name him?"),
+    )
+    assert replying == "[2023-05-08] Melanie: Yes! Rex. (replying to Caroline: Did you name him?)"
+    long = embeddings.document_text(
+        role="user", content="ok", created_at=message.created_at, metadata={}, previous=("x", "y" * 5000)
+    )
+    assert len(long) < 400
+
+
+def test_a_reply_is_embedded_with_the_turn_it_answers_and_found_by_it(tenant):
+    from search import embeddings
+
+    rows = [
+        ("user", "Caroline", "Did you end up adopting the greyhound from the rescue shelter?"),
+        ("assistant", "Melanie", "Yes! Saturday. He sleeps on the sofa all day."),
+        ("user", "Caroline", "My brother Tomasz moved to Denver in 2021 for a job at Vestas."),
+    ]
+    conversation_of_facts(tenant, rows=rows)
+    spoken = {}
+    original = embeddings.embed_documents
+
+    def remember(name, texts):
+        spoken.update(dict.fromkeys(texts, name))
+        return original(name, texts)
+
+    MessageEmbedding.objects.for_tenant(tenant).delete()
+    from unittest import mock
+
+    with mock.patch.object(embeddings, "embed_documents", remember):
+        services.conversation_embed(tenant=tenant, conversation_id="s1")
+    assert (
+        "[2023-05-08] Caroline: Did you end up adopting the greyhound from the rescue shelter?" in spoken
+    )  # the first turn: alone
+    assert (
+        "[2023-05-08] Melanie: Yes! Saturday. He sleeps on the sofa all day. "
+        "(replying to Caroline: Did you end up adopting the greyhound from the rescue shelter?)"
+    ) in spoken
+    top = search(tenant, "When did Melanie adopt a greyhound?", mode="semantic", min_similarity=-1.0).hits[0]
+    assert top.seq == 2  # the answer, not the question that shares its words
 
 
 def test_reembedding_with_another_model_switches_the_tenant_and_drops_the_old_vectors(tenant, settings):
@@ -219,9 +265,9 @@ def test_reembedding_with_another_model_switches_the_tenant_and_drops_the_old_ve
     vectors = MessageEmbedding.objects.for_tenant(tenant)
     assert set(vectors.values_list("model", "dimensions")) == {(model, 1536)}
     assert vectors.count() == len(FACTS)
-    result = search(tenant, "Lisbon pottery conference", mode="semantic")
+    result = search(tenant, "Lisbon pottery conference", mode="semantic", min_similarity=-1.0)
     assert result.query_embedding_dim == 1536
-    assert result.hits[0].seq == 4
+    assert 4 in [hit.seq for hit in result.hits[:2]]  # the turn, or the reply that carries it
 
 
 def test_reembedding_names_an_unknown_model_and_changes_nothing(tenant):
@@ -264,9 +310,10 @@ def test_the_plain_model_embeds_the_bare_text(tenant):
     result = search(tenant, "puppy named Rex", mode="semantic", embedding_model="all-MiniLM-L6-v2-plain", min_similarity=-1.0)
     assert result.embedding_model == "all-MiniLM-L6-v2-plain"
     assert result.hits[0].seq == 1
-    contextual = search(tenant, "puppy named Rex", mode="semantic", min_similarity=-1.0).hits[0]
-    assert contextual.seq == 1
-    assert contextual.similarity != result.hits[0].similarity  # other vectors: "[2023-05-08] Caroline: ..." against the bare text
+    contextual = {hit.seq: hit for hit in search(tenant, "puppy named Rex", mode="semantic", min_similarity=-1.0).hits}
+    assert (
+        contextual[1].similarity != result.hits[0].similarity
+    )  # other vectors: "[2023-05-08] Caroline: ..." against the bare text
 
 
 @pytest.mark.parametrize(
