@@ -63,7 +63,7 @@ class SearchRequest:
     candidate_limit: int = 20_000
     # Hybrid: the cosine's share of the fused score (``ranking.convex``), and the share of a turn's
     # score given to the turns beside it (``ranking.spread``; 0: none).
-    vector_weight: float = 0.5
+    vector_weight: float = 0.6
     neighbour_weight: float = 0.0
     # Hybrid: "convex", or "rrf" (reciprocal-rank fusion, kept for the retrieval evaluation to compare).
     fusion: str = "convex"

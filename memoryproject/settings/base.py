@@ -299,7 +299,7 @@ MEMORY_SEARCH_MODE = env.str("MEMORY_SEARCH_MODE", default="hybrid")
 MEMORY_SEARCH_CANDIDATE_LIMIT = env.int("MEMORY_SEARCH_CANDIDATE_LIMIT", default=20_000)
 # Hybrid search: the cosine's share of the fused score (BM25 has the rest), and the share of a turn's
 # score that the turns just before and after it receive (search.ranking).
-MEMORY_SEARCH_VECTOR_WEIGHT = env.float("MEMORY_SEARCH_VECTOR_WEIGHT", default=0.5)
+MEMORY_SEARCH_VECTOR_WEIGHT = env.float("MEMORY_SEARCH_VECTOR_WEIGHT", default=0.6)
 MEMORY_SEARCH_NEIGHBOUR_WEIGHT = env.float("MEMORY_SEARCH_NEIGHBOUR_WEIGHT", default=0.0)
 # Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
 MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
