@@ -10,8 +10,11 @@ conversation window for the baseline), from the user's last session as the curre
 It returns a ``Report``: per method, the recall of the evidence turns in the top k (the mean over
 questions of the share of a question's evidence found), the share of questions answered with
 nothing, the median latency of one query, and the same recall per question category.
-``report_markdown`` prints it; ``report_json`` is what ``--json`` writes. Needs Django set up (the
-command does it, pytest-django does it for the smoke test) and Redis for the window.
+``report_markdown`` prints it, and after it this run's hybrid and BM25 figures per category beside
+``REAL_CONVERSATIONS``: the same search measured independently on held-out real conversations (the
+yardstick a generated dataset is to be judged by, not figures of this run). ``report_json`` is what
+``--json`` writes. Needs Django set up (the command does it, pytest-django does it for the tests) and
+Redis for the window.
 
 Speakers: the first speaker of a pair is stored with role ``user``, the second ``assistant``, each
 message with ``metadata={"name": speaker}``. The service sees what it sees in production (a person
@@ -120,6 +123,30 @@ METHODS: tuple[Method, ...] = (
         "the API's default request with the tenant's settings, scope user",
         lambda tenant, query, k: SearchRequest.for_tenant(tenant, query=query, scope="user", top_k=k),
     ),
+)
+
+
+HYBRID = "hybrid (default)"
+KEYWORD = "BM25, all turns"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Figures of the service's user search (top_k=20) measured independently on held-out real
+    conversations: 10 users, 19 to 32 dated sessions each, 5,882 turns, 1,536 questions of LoCoMo's
+    kinds, each turn with its speaker's ``name`` and real ``created_at``."""
+
+    recall: dict[str, dict[int, float]]  # method -> k -> recall@k over all questions
+    no_evidence: dict[str, dict[int, float]]  # method -> k -> share of questions with no evidence in the top k
+    recall_by_category: dict[str, dict[str, dict[int, float]]]  # method -> category -> k -> recall@k
+
+
+REAL_CONVERSATIONS = Reference(
+    recall={HYBRID: {8: 0.566, 20: 0.664}, KEYWORD: {8: 0.551, 20: 0.642}},
+    no_evidence={HYBRID: {20: 0.264}, KEYWORD: {20: 0.288}},
+    recall_by_category={
+        HYBRID: {"single-hop": {8: 0.636}, "multi-hop": {8: 0.346}, "temporal": {8: 0.657}, "open-domain": {8: 0.285}}
+    },
 )
 
 
@@ -244,6 +271,7 @@ class MethodFigures:
     recall: dict[int, float]
     recall_by_category: dict[str, dict[int, float]]
     no_result: float
+    no_evidence: dict[int, float]  # the share of questions with none of their evidence in the top k
     median_ms: float
     window_holds: float | None = None  # the recent window: the share of evidence in the whole window
 
@@ -371,6 +399,7 @@ def _figures(*, method: Method, answers: _Answers, asked: Sequence[tuple[User, Q
         recall={k: _mean(values) for k, values in recall.items()},
         recall_by_category=by_category,
         no_result=_mean(float(empty) for empty in answers.empty),
+        no_evidence={k: _mean(float(value == 0.0) for value in values) for k, values in recall.items()},
         median_ms=statistics.median(answers.milliseconds) if answers.milliseconds else 0.0,
         window_holds=_mean(answers.window_holds) if answers.window_holds else None,
     )
@@ -416,7 +445,7 @@ def report_markdown(report: Report) -> str:
             values = method.recall_by_category[category]
             cells.append(f"{values[ks[0]]:.3f}" + (f" / {values[ks[-1]]:.3f}" if len(ks) > 1 else ""))
         lines.append(f"| {method.name} | " + " | ".join(cells) + " |")
-    lines.append("")
+    lines += ["", *_reference_table(report, REAL_CONVERSATIONS), ""]
     for method in report.methods:
         lines.append(f"- {method.name}: {method.what}.")
         if method.window_holds is not None:
@@ -429,6 +458,65 @@ def report_markdown(report: Report) -> str:
         f"- Ingest {report.ingest_seconds:.1f} s, embedding the turns {report.embed_seconds:.1f} s (only what is missing)."
     )
     return "\n".join(lines)
+
+
+def _reference_table(report: Report, reference: Reference) -> list[str]:
+    """This run's hybrid and BM25 figures per category beside the reference's, n/a where either has none."""
+    figures = {method.name: method for method in report.methods}
+    methods = [name for name in (HYBRID, KEYWORD) if name in figures or name in reference.recall]
+    ks = sorted(set(report.ks) | {k for by_k in reference.recall.values() for k in by_k})
+    categories = list(report.questions_by_category) + [
+        category
+        for by_category in reference.recall_by_category.values()
+        for category in by_category
+        if category not in report.questions_by_category
+    ]
+    categories = list(dict.fromkeys(categories))
+
+    def cell(value: float | None, percent: bool = False) -> str:
+        if value is None:
+            return "n/a"
+        return f"{value:.1%}" if percent else f"{value:.3f}"
+
+    def ours(name: str, read: Callable[[MethodFigures], float | None]) -> float | None:
+        return read(figures[name]) if name in figures else None
+
+    header = " | ".join(f"real, {name} | this run, {name}" for name in methods)
+    lines = [
+        "Beside real conversations. The real columns were measured independently, not by this run: the same user"
+        " search (top_k=20) on held-out real conversations (10 users, 19 to 32 dated sessions, 5,882 turns,"
+        " 1,536 questions); per kind only the default's recall@8 is known.",
+        "",
+        f"| | {header} |",
+        "|---|" + "---:|" * (2 * len(methods)),
+    ]
+    for k in ks:
+        row = [
+            (cell(reference.recall.get(name, {}).get(k)), cell(ours(name, lambda method, k=k: method.recall.get(k))))
+            for name in methods
+        ]
+        lines.append(f"| recall@{k} | " + " | ".join(f"{real} | {run}" for real, run in row) + " |")
+    for k in ks:
+        row = [
+            (
+                cell(reference.no_evidence.get(name, {}).get(k), percent=True),
+                cell(ours(name, lambda method, k=k: method.no_evidence.get(k)), percent=True),
+            )
+            for name in methods
+        ]
+        if any(value != ("n/a", "n/a") for value in row):
+            lines.append(f"| no evidence in the top {k} | " + " | ".join(f"{real} | {run}" for real, run in row) + " |")
+    k = ks[0]
+    for category in categories:
+        row = [
+            (
+                cell(reference.recall_by_category.get(name, {}).get(category, {}).get(k)),
+                cell(ours(name, lambda method, category=category: method.recall_by_category.get(category, {}).get(k))),
+            )
+            for name in methods
+        ]
+        lines.append(f"| {category}, recall@{k} | " + " | ".join(f"{real} | {run}" for real, run in row) + " |")
+    return lines
 
 
 def report_json(report: Report) -> dict[str, Any]:
