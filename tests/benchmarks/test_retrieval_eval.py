@@ -54,9 +54,10 @@ def test_sessions_are_stored_once_as_conversations_of_the_pair_with_speakers_as_
     assert not Conversation.objects.for_tenant(other_tenant).exists()
 
 
-# The default search's recall@8 on these conversations when the floor was set: 0.480 (BM25 alone 0.478).
+# The default search's recall@8 on these conversations when the floor was set: 0.665 (BM25 alone 0.496;
+# 0.480 and 0.478 before the speaker's name was indexed, the fusion convex and the vectors exchanges).
 # The floor sits 0.05 below: a guard against regressions, not a goal.
-HYBRID_RECALL_FLOOR = 0.43
+HYBRID_RECALL_FLOOR = 0.61
 
 
 def test_hybrid_search_still_finds_what_it_found_on_the_generated_conversations(db, tenant):
