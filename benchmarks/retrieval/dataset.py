@@ -6,14 +6,15 @@ Contract
 arguments on any machine (every draw comes from ``random.Random`` seeded with a string), and user
 ``i`` does not depend on how many users are asked for, so ``--users 2`` is a prefix of ``--users 6``.
 Shaped like LoCoMo: each user is a pair of friends chatting over 19 to 32 sessions days or weeks
-apart, 15 to 30 turns each, with dialog ids ``D<session>:<turn>``; ten users make about 6,000 turns.
+apart, 15 to 30 turns each, with dialog ids ``D<session>:<turn>``; ten users make about 6,500 turns.
 
 How the facts are told
 ----------------------
 Each friend has a life the conversation keeps coming back to: a pet, a job, a move, races, trips,
 lessons, a relative's engagement, tastes, plans, purchases and more, both friends drawing from the
-same kinds. A fact is told once, in one of three ways, each phrased from several templates with
-alternatives, hedges and fillers, so that no two users tell it in the same words:
+same kinds, and three traits and a line of work that show only in what they do. A fact is told
+once, in one of three ways, each phrased from several templates with alternatives, synonyms, hedges
+and fillers, so that pairs seldom tell it in the same words:
 
 * said: "We picked up a little puppy on Saturday. Named him Rex." (the turn is the evidence);
 * asked: "Did you end up getting the puppy?" / "Yep, Rex. He's a handful." (the reply is the
@@ -22,22 +23,24 @@ alternatives, hedges and fillers, so that no two users tell it in the same words
   and sometimes the opening).
 
 Around the facts is what makes them hard to find: the topic before it happens ("we're thinking of
-getting a puppy"), echoes after ("walking the dog in the rain again"), the other friend's dog, the
-same cities, foods and races in unrelated small talk, races signed up for on other dates, and facts
-that change (a holiday booked somewhere else, a flat that fell through: the newer turn answers).
+getting a puppy", a race signed up for: the same words on another date), echoes after ("walking the
+dog in the rain again"), the other friend's dog, the pair's own cities, foods and races in unrelated
+small talk, the friend's name in many turns that say nothing about them ("Congratulations, Rosa!"),
+and facts that change (a holiday booked somewhere else, a flat that fell through: the newer turn
+answers).
 
 What the questions ask
 ----------------------
 Questions speak in the third person and fall in LoCoMo's four kinds:
 
 * ``single-hop``: one beat of one session holds the answer, told in any of the three ways, the
-  question phrased in one of several ways (often not in the answer's words);
+  question usually in the words the fact is told in, sometimes in others;
 * ``multi-hop``: turns from different sessions ("What did Caroline's dog swallow?" needs the turn
   that names the dog and the one where Rex swallowed a sock; "In which cities has Rosa run races?"
   needs every race; "Where did she first plan to go, and where did she go?");
 * ``temporal``: "When did ...?"; the turn says "on Saturday", the answer is a date worked out from
   the session's date;
-* ``open-domain``: an inference from what a person said in several sessions ("Would Rosa enjoy a
+* ``open-domain``: an inference from what a person said in one to three sessions ("Would Rosa enjoy a
   camping trip?" from turns about tents and ridge walks; "What might Rosa's job be related to?" from
   stories of night shifts on the ward): the question shares no content word with its evidence
   (``content_words`` makes that checkable).
@@ -402,9 +405,6 @@ class _Context:
         phrase, days, weekday = self.pick(WHEN)
         return phrase, (days, weekday)
 
-    def some(self, pool: Sequence[str], low: int, high: int) -> list[str]:
-        return self.rng.sample(list(pool), self.rng.randint(low, min(high, len(pool))))
-
     def say(self, template: str, values: Mapping[str, Any] | None = None) -> str:
         """Something the pair says: the template in one of its wordings."""
         return _say(self.rng, template, values or {}, reword=True)
@@ -414,10 +414,6 @@ class _Context:
         as people ask; sometimes another."""
         chosen = phrasings[0] if len(phrasings) == 1 or self.rng.random() < 0.6 else self.pick(phrasings[1:])
         return _say(self.rng, chosen, values)
-
-
-def _a(noun: str) -> str:
-    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
 
 
 _ALTERNATIVES = re.compile(r"\[([^\[\]]*)\]")

@@ -9,7 +9,8 @@ same sessions are stored already), computes the missing embeddings with the serv
 conversation window for the baseline), from the user's last session as the current conversation.
 It returns a ``Report``: per method, the recall of the evidence turns in the top k (the mean over
 questions of the share of a question's evidence found), the share of questions answered with
-nothing, the median latency of one query, and the same recall per question category.
+nothing, the share with none of their evidence in the top k, the median latency of one query, and
+the same recall per question category.
 ``report_markdown`` prints it, and after it this run's hybrid and BM25 figures per category beside
 ``REAL_CONVERSATIONS``: the same search measured independently on held-out real conversations (the
 yardstick a generated dataset is to be judged by, not figures of this run). ``report_json`` is what
@@ -506,7 +507,9 @@ def _reference_table(report: Report, reference: Reference) -> list[str]:
         ]
         if any(value != ("n/a", "n/a") for value in row):
             lines.append(f"| no evidence in the top {k} | " + " | ".join(f"{real} | {run}" for real, run in row) + " |")
-    k = ks[0]
+    k = min(
+        (k for by_category in reference.recall_by_category.values() for by_k in by_category.values() for k in by_k), default=ks[0]
+    )
     for category in categories:
         row = [
             (
