@@ -21,6 +21,15 @@ METADATA_HELP = (
 BOUNDS = f"At most {filters.MAX_FILTER_VALUES} values of at most {filters.MAX_FILTER_CHARS} characters."
 
 
+class StrictDateTimeField(serializers.DateTimeField):
+    """A date-time whose text is the date-time alone: a control character (a trailing NUL) is refused."""
+
+    def to_internal_value(self, value):  # noqa: ANN001, ANN201 - DRF's signature
+        if isinstance(value, str) and any(ord(character) < 32 for character in value):
+            self.fail("invalid", format="an ISO 8601 date-time without control characters")
+        return super().to_internal_value(value)
+
+
 class BoundedListField(serializers.ListField):
     """A list refused whole, naming its bound, before any item is read."""
 
@@ -58,8 +67,8 @@ class MetadataQueryField(serializers.JSONField):
 class SearchFiltersSerializer(serializers.Serializer):
     """Which messages a search ranks; AND across fields, OR within a list."""
 
-    start_date = serializers.DateTimeField(required=False, help_text="Messages created at or after this time.")
-    end_date = serializers.DateTimeField(required=False, help_text="Messages created at or before this time.")
+    start_date = StrictDateTimeField(required=False, help_text="Messages created at or after this time.")
+    end_date = StrictDateTimeField(required=False, help_text="Messages created at or before this time.")
     role = BoundedListField(child=SearchedRoleField(), required=False, help_text="user and/or assistant.")
     name = _text_list("The message's name (metadata name, or the LangChain message's name).")
     agent_id = _text_list("The conversation's agent_id.")
