@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from conversations.api.fields import DateTimeField
 from conversations.content_parts import checked_content, checked_message_metadata, with_parts
 from conversations.exceptions import LimitExceeded, Unstorable
 from conversations.models import Conversation, Role
@@ -119,7 +120,7 @@ class MessageInSerializer(serializers.Serializer):
         "(assistant only, stored as empty).",
     )
     metadata = MetadataField(required=False, default=dict)
-    created_at = serializers.DateTimeField(required=False, help_text="Defaults to the time of the write.")
+    created_at = DateTimeField(required=False, help_text="Defaults to the time of the write.")
     tool_calls = serializers.ListField(child=serializers.DictField(), required=False, max_length=128)
     tool_call_id = serializers.CharField(required=False, max_length=200)
     name = serializers.CharField(required=False, max_length=200)
@@ -161,7 +162,7 @@ class AppendSerializer(serializers.Serializer):
     content = ContentField(required=False, allow_null=True)
     id = serializers.UUIDField(required=False)
     metadata = MetadataField(required=False)
-    created_at = serializers.DateTimeField(required=False)
+    created_at = DateTimeField(required=False)
     user_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX, default="")
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=OWNER_ID_MAX, default="")
 
@@ -215,7 +216,7 @@ BATCH_FIELDS = OWNER_FIELDS | {"messages"}
 SINGLE_FIELDS = OWNER_FIELDS | PLAIN_MESSAGE_FIELDS
 ROLES = frozenset(Role.values)
 # Parses created_at exactly as MessageInSerializer's field does (it keeps no state between calls).
-CREATED_AT = serializers.DateTimeField()
+CREATED_AT = DateTimeField()
 
 
 def _plain_append(data: Any) -> dict[str, Any] | None:
@@ -284,7 +285,7 @@ class MessageOutSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.choices)
     content = serializers.JSONField(help_text="As sent: text, or the list of content parts.")
     metadata = serializers.JSONField(help_text="As sent (an artifact included), with the moved tool_calls, tool_call_id, name.")
-    created_at = serializers.DateTimeField()
+    created_at = DateTimeField()
     token_count = serializers.IntegerField(help_text="cl100k_base tokens of the content's text.")
 
 
@@ -297,8 +298,8 @@ class WindowQuerySerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, min_value=1)
     skip = serializers.IntegerField(required=False, min_value=0, default=0)
     role = serializers.ChoiceField(choices=Role.choices, required=False)
-    start_date = serializers.DateTimeField(required=False)
-    end_date = serializers.DateTimeField(required=False)
+    start_date = DateTimeField(required=False)
+    end_date = DateTimeField(required=False)
     include_archived = serializers.BooleanField(required=False, default=False)
 
     def validate_limit(self, value: int) -> int:

@@ -11,6 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.utils import html
 
+from conversations.api.fields import DateTimeField
 from search import filters
 
 FIELDS = ("start_date", "end_date", "role", "name", "agent_id", "conversation_id", "metadata")
@@ -19,15 +20,6 @@ METADATA_HELP = (
     f"At most {filters.MAX_METADATA_KEYS} keys, {filters.MAX_FILTER_VALUES} values a key."
 )
 BOUNDS = f"At most {filters.MAX_FILTER_VALUES} values of at most {filters.MAX_FILTER_CHARS} characters."
-
-
-class StrictDateTimeField(serializers.DateTimeField):
-    """A date-time whose text is the date-time alone: a control character (a trailing NUL) is refused."""
-
-    def to_internal_value(self, value):  # noqa: ANN001, ANN201 - DRF's signature
-        if isinstance(value, str) and any(ord(character) < 32 for character in value):
-            self.fail("invalid", format="an ISO 8601 date-time without control characters")
-        return super().to_internal_value(value)
 
 
 class BoundedListField(serializers.ListField):
@@ -67,8 +59,8 @@ class MetadataQueryField(serializers.JSONField):
 class SearchFiltersSerializer(serializers.Serializer):
     """Which messages a search ranks; AND across fields, OR within a list."""
 
-    start_date = StrictDateTimeField(required=False, help_text="Messages created at or after this time.")
-    end_date = StrictDateTimeField(required=False, help_text="Messages created at or before this time.")
+    start_date = DateTimeField(required=False, help_text="Messages created at or after this time.")
+    end_date = DateTimeField(required=False, help_text="Messages created at or before this time.")
     role = BoundedListField(child=SearchedRoleField(), required=False, help_text="user and/or assistant.")
     name = _text_list("The message's name (metadata name, or the LangChain message's name).")
     agent_id = _text_list("The conversation's agent_id.")

@@ -745,3 +745,17 @@ def test_a_conversation_id_ending_in_a_newline_is_refused_in_the_path(api, tenan
     assert answer.status_code == 400, answer.content
     assert "letters, digits and . _ @ = + -" in answer.json()["error"]["message"]
     assert Conversation.objects.for_tenant(tenant).count() == 0
+
+
+@pytest.mark.parametrize("tail", ["\x00", "\n", "\t"])
+def test_a_date_time_with_a_control_character_is_refused_wherever_the_api_takes_one(api, tenant, no_worker, tail):
+    moment = f"2024-05-01T10:00:00Z{tail}"
+    append = api.post(messages_url("c1"), {"messages": [{"role": "user", "content": "hi", "created_at": moment}]}, format="json")
+    window = api.get(messages_url("c1"), {"start_date": moment})
+    search = api.get("/api/v1/users/u1/search/", {"q": "hi", "end_date": moment})
+
+    for answer, field in ((append, "created_at"), (window, "start_date"), (search, "end_date")):
+        assert answer.status_code == 400, answer.content
+        assert field in json.dumps(answer.json()["error"])
+    assert queue_depth() == 0
+    assert not Conversation.objects.for_tenant(tenant).exists()
