@@ -171,12 +171,12 @@ def memory_search(
             ranked, candidates = _semantic(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
         else:
             ranked, candidates = _hybrid(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
-    finally:
-        if query_vector is not None and not query_vector.done():
-            query_vector.cancel()
-    dimensions = None
-    if query_vector is not None and query_vector.done() and not query_vector.cancelled() and query_vector.exception() is None:
-        dimensions = int(query_vector.result().shape[0])
+        # Awaited even when nothing needed it (an empty scope), so a model that fails always says so.
+        dimensions = None if query_vector is None else int(query_vector.result().shape[0])
+    except BaseException:
+        if query_vector is not None:
+            query_vector.cancel()  # not begun yet: never begun
+        raise
     return SearchResult(
         hits=_hits(tenant=tenant, ranked=ranked),
         mode=request.mode,
