@@ -41,11 +41,15 @@ INSTALLED_APPS = [
     "chat",
     "mcp_server",
     "store",
+    # The project's own deployment checks (memoryproject/checks.py).
+    "memoryproject",
 ]
 
 # Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
 # skips them (memoryproject/middleware.py). CSRF and the security headers stay on every request.
 MIDDLEWARE = [
+    # First: /healthz and /readyz answer a probe on any Host, over plain HTTP, unlogged (memoryproject/health.py).
+    "memoryproject.health.HealthProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memoryproject.middleware.SessionMiddleware",
@@ -95,7 +99,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+# Where `manage.py collectstatic` puts the files the web processes serve (production requires it run).
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # gunicorn serves the collected static files itself (the admin and the API docs), compressed and
 # with far-future caching for the hashed names.
