@@ -260,9 +260,30 @@ REST_FRAMEWORK = {
 API_KEY_CUSTOM_HEADER = None
 SPECTACULAR_SETTINGS = {
     "TITLE": "Conversation memory service",
-    "DESCRIPTION": "Memory for LLM agents: conversations, messages and the memory document, per tenant.",
+    "DESCRIPTION": "Memory for LLM agents, per tenant (the API key's): conversations and their messages (appended "
+    "durably, idempotent with your own ids), the context to send a model within a token budget and the memory "
+    "document, LangGraph checkpoints, search over a conversation's or a user's past, summaries, facts about a user, "
+    "a chat endpoint running the agent loop with memory, a LangGraph store, and erasing a user everywhere. The MCP "
+    "endpoint (POST /api/v1/mcp/, JSON-RPC) offers the same memory as tools and is not described here.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One tag per resource, in this order (conversations.api.schema.path_tag gives each operation its tag).
+    "TAGS": [
+        {"name": "conversations", "description": "Create, list, read, update and erase conversations."},
+        {"name": "messages", "description": "Append messages (idempotent with your own ids), read the window, clear."},
+        {
+            "name": "context",
+            "description": "What to send the model: the context within a token budget, the LLM window, the memory document.",
+        },
+        {"name": "checkpoints", "description": "LangGraph checkpoints and their pending writes, per namespace."},
+        {"name": "search", "description": "Hybrid (BM25 and vector) search over a conversation or a user's past."},
+        {"name": "summaries", "description": "Summaries of a conversation, made every few turns or on request."},
+        {"name": "facts", "description": "Facts about a user (key and value), with their change history."},
+        {"name": "chat", "description": "The agent loop in one request: store, build context, ask the model, store."},
+        {"name": "store", "description": "A LangGraph BaseStore: items by namespace and key, search, namespaces."},
+        {"name": "users", "description": "Erase one user everywhere."},
+        {"name": "status", "description": "Whether the backends answer, and the tenant's own figures."},
+    ],
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI served from the sidecar package: the docs work without reaching a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
