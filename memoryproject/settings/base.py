@@ -162,7 +162,8 @@ def database_settings(url: str) -> dict:
     database["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
     database["CONN_HEALTH_CHECKS"] = True
     database.setdefault("OPTIONS", {})
-    # Fail fast when PostgreSQL is unreachable: writes are still accepted (degraded, not down).
+    # Seconds to connect to PostgreSQL: fail fast when it is unreachable, as writes are still accepted
+    # (degraded, not down).
     database["OPTIONS"].setdefault("connect_timeout", env.int("MEMORY_DB_CONNECT_TIMEOUT", default=2))
     # Short indexed queries only: JIT compilation costs more than it saves (a misestimated admin
     # search spent 245 ms of 595 ms compiling).
@@ -303,7 +304,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
-# --- Memory knobs; a tenant may override the ones MEMORY_TENANT_OVERRIDABLE lists ---------------
+# --- Memory knobs (a tenant may override those MEMORY_TENANT_OVERRIDABLE lists) -------------------
 # Seconds a conversation's memory document lives in Redis after its last write or rebuild.
 MEMORY_TTL_STANDARD = env.int("MEMORY_TTL_STANDARD", default=3600)
 # Seconds a conversation's cached messages live in Redis after their last write or rebuild.

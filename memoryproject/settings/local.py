@@ -20,13 +20,13 @@ if not (env.str("DATABASE_URL", default="") and env.str("REDIS_URL", default="")
 else:
     _embedded = {}
 
-# PostgreSQL, as a URL (postgres://user:password@host:5432/name). Unset here: the embedded PostgreSQL.
+# PostgreSQL, as a URL (postgres://user:password@host:5432/name). Unset with the local settings: the embedded PostgreSQL.
 DATABASES = {"default": database_settings(env.str("DATABASE_URL", default="") or _embedded["DATABASE_URL"])}
-# Redis, as a URL (redis://host:6379/0). Unset here: the embedded Redis.
+# Redis, as a URL (redis://host:6379/0). Unset with the local settings: the embedded Redis.
 REDIS_URL = env.str("REDIS_URL", default="") or _embedded["REDIS_URL"]
 CACHES = cache_settings(REDIS_URL)
 # The Celery broker, as a URL: RabbitMQ (amqp://user:password@host:5672//) in production, where
-# publisher confirms make a 201 durable. Unset here: the Redis above.
+# publisher confirms make a 201 durable. Unset with the local settings: the (embedded) Redis.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or _embedded.get("CELERY_BROKER_URL") or REDIS_URL
 if CELERY_BROKER_URL.startswith(("redis", "rediss", "redis+socket")):
     # Publisher confirms are an AMQP feature; on the embedded Redis broker, durability comes from
