@@ -8,9 +8,12 @@ PAGES = ("configuration", "api_guide")
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m docs.generate", description=__doc__)
-    parser.add_argument("pages", nargs="*", choices=[*PAGES, []], help="The pages to generate (all when none is named).")
+    parser.add_argument("pages", nargs="*", metavar="page", help=f"{' or '.join(PAGES)} (all when none is named).")
     parser.add_argument("--check", action="store_true", help="Only check that docs/configuration.md is up to date.")
     arguments = parser.parse_args(argv)
+    unknown = set(arguments.pages) - set(PAGES)
+    if unknown:
+        parser.error(f"no page {', '.join(sorted(unknown))}; the pages are {', '.join(PAGES)}")
     failures = 0
     for page in arguments.pages or PAGES:
         if page == "configuration":
