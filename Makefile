@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test lint worker migrate bench
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt client/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt requirements-docs.txt client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# The CPU build of torch first: resolved from requirements.txt alone it would be the CUDA build.
