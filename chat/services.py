@@ -54,6 +54,7 @@ from conversations import context, selectors, services, tokens
 from conversations.exceptions import LimitExceeded, MemoryServiceError
 from conversations.models import Message
 from conversations.storable import cleaned_json, cleaned_text, storable_json
+from memory import context as memory_context
 from tenants import egress
 from tenants.models import Tenant
 
@@ -207,7 +208,7 @@ def _context_request(tenant: Tenant, chat: ChatInput) -> context.ContextRequest:
 def _build_prompt(turn: Turn, request: context.ContextRequest) -> None:
     """The messages for the model from the conversation's context; without history if it cannot be read."""
     try:
-        built = selectors.conversation_context(
+        built = memory_context.conversation_context(
             tenant=turn.tenant, conversation_id=turn.conversation_id, request=request, use_memory=turn.need_memory
         )
     except Exception as error:  # the call goes on without the history, and says so

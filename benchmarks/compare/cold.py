@@ -54,8 +54,9 @@ from tqdm import tqdm
 from benchmarks.compare.measure import Counts, Figures, counting, summarise
 from benchmarks.compare.workload import WINDOW, content
 from benchmarks.database import ensure_database
-from conversations import cache, selectors, services, tokens
+from conversations import cache, selectors, tokens
 from conversations.models import Message
+from conversations.services import rebuild
 from tenants import services as tenant_services
 from tenants.models import Tenant
 
@@ -420,7 +421,7 @@ def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> li
     def erase(conversation: StoredConversation) -> None:
         # A cold read answers before its install, which runs on the install thread: let it land (untimed)
         # so that it neither overlaps the next timed read nor lands after this erase.
-        services.background_installs.wait()
+        rebuild.background_installs.wait()
         cache.erase(tenant_slug=tenant.slug, conversation_id=conversation.conversation_id)
 
     def cold_read(conversation: StoredConversation) -> object:
