@@ -55,6 +55,7 @@ from conversations.exceptions import LimitExceeded, MemoryServiceError
 from conversations.models import Message
 from conversations.storable import cleaned_json, cleaned_text, storable_json
 from memory import context as memory_context
+from summaries import summarizer
 from tenants import egress
 from tenants.models import Tenant
 
@@ -295,7 +296,7 @@ def chat_complete(turn: Turn) -> dict[str, Any]:
 
 def _invoke(turn: Turn) -> AIMessage:
     try:
-        return llm.invoke_within(turn.model, turn.prompt, timeout=turn.settings.timeout)
+        return summarizer.invoke_within(turn.model, turn.prompt, timeout=turn.settings.timeout)
     except Exception as error:  # a timeout is 504, anything else the model did is 502
         raise _model_error(turn, error) from error
 

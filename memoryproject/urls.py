@@ -10,6 +10,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from conversations import metrics
 from conversations.api import urls as conversation_urls
 from memory.api import urls as memory_urls
+from search.metrics import EmbeddingBacklogCollector
 from tenants.authentication import metrics_token_matches
 
 
@@ -21,7 +22,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         return HttpResponse("Metrics are off: set MEMORY_METRICS_TOKEN and scrape with that bearer token.\n", status=404)
     if not metrics_token_matches(request.headers.get("Authorization", "")):
         return HttpResponse("Send Authorization: Bearer <MEMORY_METRICS_TOKEN>.\n", status=401)
-    return HttpResponse(generate_latest(metrics.scrape()), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(generate_latest(metrics.scrape(EmbeddingBacklogCollector())), content_type=CONTENT_TYPE_LATEST)
 
 
 urlpatterns = [
