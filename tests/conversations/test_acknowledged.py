@@ -21,7 +21,7 @@ from conversations.models import DeadLetter, LedgerEpoch, Message
 from conversations.services import append as appending
 from conversations.services import ledger
 from conversations.services import persist as persisting
-from conversations.services import publish as publishing
+from conversations.services import publish as publish_stage
 from tests.conftest import run_queued_tasks, run_tasks, take_queued_tasks
 from tests.conversations.test_api import redis_unreachable
 
@@ -233,7 +233,7 @@ def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant,
     """The client gave up on the first attempt (its timeout is shorter than the publish), and its
     retry came while the first still waited for the broker, after the append lock expired."""
     publishing, finish = threading.Event(), threading.Event()
-    send = publishing._send_task
+    send = publish_stage._send_task
 
     def slow_first(task: Any, args: list[Any]) -> None:
         if not publishing.is_set():
@@ -241,7 +241,7 @@ def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant,
             finish.wait(10)
         send(task, args)
 
-    monkeypatch.setattr(publishing, "_send_task", slow_first)
+    monkeypatch.setattr(publish_stage, "_send_task", slow_first)
     first = message("slow")
     answers: list[Any] = []
     with override_settings(MEMORY_APPEND_LOCK_TIMEOUT=0.05):
@@ -302,15 +302,15 @@ def test_with_redis_unreachable_a_client_id_postgresql_does_not_hold_is_refused(
 
 
 def test_a_lost_confirm_is_indeterminate_and_a_resend_with_its_ids_keeps_their_seqs(api, tenant, no_worker, monkeypatch):
-    send = publishing._send_task
+    send = publish_stage._send_task
 
     def sent_then_lost(task: Any, args: list[Any]) -> None:
         send(task, args)  # the broker has it
-        raise publishing._Indeterminate() from ConnectionResetError("the confirm never came")
+        raise publish_stage._Indeterminate() from ConnectionResetError("the confirm never came")
 
-    monkeypatch.setattr(publishing, "_send_task", sent_then_lost)
+    monkeypatch.setattr(publish_stage, "_send_task", sent_then_lost)
     answer = api.post("/api/v1/conversations/c1/messages/", {"role": "user", "content": "maybe"}, format="json")
-    monkeypatch.setattr(publishing, "_send_task", send)
+    monkeypatch.setattr(publish_stage, "_send_task", send)
 
     assert answer.status_code == 503
     assert answer["Retry-After"]
@@ -332,7 +332,7 @@ def test_a_refused_publish_drops_its_reservation_and_a_resend_is_new(tenant, no_
     def refused(task: Any, args: list[Any]) -> None:
         raise ConnectionRefusedError("broker down")
 
-    monkeypatch.setattr(publishing, "_send_task", refused)
+    monkeypatch.setattr(publish_stage, "_send_task", refused)
     first = message("refused")
     with pytest.raises(ServiceUnavailable) as error:
         append(tenant, "c1", first)
@@ -354,8 +354,8 @@ def test_a_confirm_lost_while_waiting_is_indeterminate_and_a_write_failure_is_no
             return error
         raise AssertionError
 
-    assert publishing._sent(failing("wait")) is True
-    assert publishing._sent(failing("_basic_publish")) is False
+    assert publish_stage._sent(failing("wait")) is True
+    assert publish_stage._sent(failing("_basic_publish")) is False
 
 
 # --- 5.7 No silent loss ----------------------------------------------------------------------------
