@@ -34,10 +34,7 @@ from django.utils import timezone
 
 from conversations import cache, metrics, storable, tokens
 from conversations.exceptions import Conflict, ServiceUnavailable
-from conversations.models import (
-    CacheRepair,
-    Message,
-)
+from conversations.models import CacheRepair, Message
 from conversations.services import publish
 from conversations.services.ledger import ledger_is_whole
 from conversations.services.lifecycle import conversation_ensure

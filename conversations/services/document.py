@@ -13,9 +13,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from conversations import cache, metrics, storable
-from conversations.models import (
-    Conversation,
-)
+from conversations.models import Conversation
 from conversations.services import publish
 from conversations.services.lifecycle import _conversation_for_update, _tombstone_floors, conversation_ensure
 from conversations.services.messages import _now_microseconds

@@ -19,9 +19,7 @@ from django.db import DatabaseError, transaction
 
 from conversations import cache, metrics
 from conversations.exceptions import ServiceUnavailable
-from conversations.models import (
-    LedgerEpoch,
-)
+from conversations.models import LedgerEpoch
 from conversations.services import publish
 from tenants.models import Tenant
 

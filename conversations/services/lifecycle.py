@@ -11,11 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from conversations.exceptions import Conflict, NotFound
-from conversations.models import (
-    Conversation,
-    Tombstone,
-    tombstone_keys,
-)
+from conversations.models import Conversation, Tombstone, tombstone_keys
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

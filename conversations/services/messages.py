@@ -13,9 +13,7 @@ from typing import Any
 import structlog
 from django.db import connection
 
-from conversations.models import (
-    Message,
-)
+from conversations.models import Message
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

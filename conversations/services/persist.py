@@ -22,12 +22,7 @@ from django.utils import timezone
 
 from conversations import cache, metrics, storable
 from conversations.exceptions import Conflict
-from conversations.models import (
-    CacheRepair,
-    DeadLetter,
-    Message,
-    tombstone_keys,
-)
+from conversations.models import CacheRepair, DeadLetter, Message, tombstone_keys
 from conversations.services import publish
 from conversations.services.lifecycle import _conversation_create
 from conversations.services.messages import MESSAGE_COLUMNS, _same_message, message_from_values

@@ -20,10 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from conversations import cache
-from conversations.models import (
-    CacheRepair,
-    Conversation,
-)
+from conversations.models import CacheRepair, Conversation
 from conversations.services import publish
 from conversations.services.document import memory_document
 from conversations.services.lifecycle import _tombstone_floors

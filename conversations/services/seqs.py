@@ -17,9 +17,7 @@ from django.db import DatabaseError, connection
 
 from conversations import cache
 from conversations.exceptions import ServiceUnavailable
-from conversations.models import (
-    Conversation,
-)
+from conversations.models import Conversation
 from conversations.services.lifecycle import _tombstone_floors
 from conversations.services.messages import _now_microseconds
 from tenants.models import Tenant
