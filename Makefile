@@ -1,6 +1,6 @@
 # make run   set up a virtualenv and run the service on the embedded default (no external services)
 # make test  set up and run the test suite against PostgreSQL, Redis and RabbitMQ on 127.0.0.1
-# make bench the service side by side with LangChain's chat histories and the Redis and PostgreSQL floors (bench/)
+# make bench the service side by side with LangChain's chat histories and the Redis and PostgreSQL floors (benchmarks/compare/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -24,9 +24,10 @@ test: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate
 
 bench: $(VENV)/.installed
-	$(PY) -m bench
+	$(PY) -m benchmarks.compare

@@ -116,7 +116,7 @@ STORAGES = {
 ADMIN_PATH = env.str("DJANGO_ADMIN_PATH", default="admin/").strip("/") + "/"
 # CIDRs of the reverse proxies in front of the web processes (e.g. "10.0.0.0/8,127.0.0.1/32"):
 # X-Forwarded-For is believed only on a connection from one of them, and read from the right
-# (memoryproject.middleware.client_ip). Empty: every client is the connection's own address.
+# (tenants.addresses.client_ip). Empty: every client is the connection's own address.
 MEMORY_TRUSTED_PROXIES = env.list("MEMORY_TRUSTED_PROXIES", default=[])
 for _cidr in MEMORY_TRUSTED_PROXIES:
     try:
@@ -134,7 +134,7 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_HANDLER = "tenants.lockout.LoginLockoutHandler"
-AXES_CLIENT_IP_CALLABLE = "memoryproject.middleware.client_ip"
+AXES_CLIENT_IP_CALLABLE = "tenants.addresses.client_ip"
 # Admin login failures of one username from one address that lock that pair.
 AXES_FAILURE_LIMIT = env.int("DJANGO_LOGIN_FAILURE_LIMIT", default=5)
 # Admin login failures from one address, whatever the usernames, that lock the address.
