@@ -137,8 +137,9 @@ _workers: dict[str, CeleryWorker] = {}
 
 
 @pytest.fixture(scope="session")
-def worker_env(django_db_setup: Any, django_db_blocker: Any) -> dict[str, str]:
-    """The environment of a worker process: the same test database, Redis and queue as the tests."""
+def worker_env(django_db_setup: Any, django_db_blocker: Any) -> Iterator[dict[str, str]]:
+    """The environment of a worker process: the same test database, Redis and queue as the tests.
+    The workers stop when it is torn down, which is before the test database is dropped."""
     with django_db_blocker.unblock():
         db = connection.settings_dict
     env = dict(os.environ)
@@ -151,12 +152,7 @@ def worker_env(django_db_setup: Any, django_db_blocker: Any) -> dict[str, str]:
         MEMORY_DERIVED_QUEUE=settings.MEMORY_DERIVED_QUEUE,
         MEMORY_RETRY_BACKOFF_MAX="2",
     )
-    return env
-
-
-@pytest.fixture(scope="session", autouse=True)
-def stop_workers_at_the_end() -> Iterator[None]:
-    yield
+    yield env
     for worker in _workers.values():
         worker.stop()
 
