@@ -4,7 +4,7 @@ Every admin here starts from ``TenantScopedAdmin``: staff of a tenant see that t
 another tenant's conversation by URL is a 404. Changes go through the same services as the API and
 the commands (``conversation_update``, ``cache_rebuild``, ``conversation_erase``,
 ``dead_letter_replay``), and every action is written to the admin log. Message history is read-only.
-What an operator edits (owner ids, metadata) passes the door (``conversations.forms``): a value that
+What an operator edits (owner ids, metadata) passes the door (``core.forms``): a value that
 could not be stored is a form error, not a 500.
 
 The JSON export holds every acknowledged message: the persisted rows and the writes still pending in
@@ -36,9 +36,9 @@ from django.utils.timesince import timesince
 
 from conversations import cache, selectors, services
 from conversations.api.serializers import json_size
-from conversations.exceptions import ServiceUnavailable
-from conversations.forms import StorableModelForm
 from conversations.models import Conversation, DeadLetter, Message
+from core.exceptions import ServiceUnavailable
+from core.forms import StorableModelForm
 from tenants.admin import TenantScopedAdmin, staff_tenant
 
 TRANSCRIPT_PAGE_SIZE = 100

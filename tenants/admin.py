@@ -6,7 +6,7 @@ URL (another tenant's object is a 404), actions, autocomplete and exports all st
 ``get_queryset``, which is scoped. Superusers see every tenant and get a tenant filter. A staff user
 bound to no tenant sees nothing. Every action is written to the admin log.
 
-Every form that edits stored values passes the door (``conversations.forms.StorableModelForm``):
+Every form that edits stored values passes the door (``core.forms.StorableModelForm``):
 a value that could not be stored in PostgreSQL, Redis and JSON alike is a form error, not a 500.
 
 A provider credential is write-only: its form takes a new secret and stores it encrypted; no page
@@ -26,7 +26,7 @@ from django.utils.html import format_html, format_html_join
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
-from conversations.forms import STORABLE_FORMFIELDS, StorableModelForm
+from core.forms import STORABLE_FORMFIELDS, StorableModelForm
 from tenants import services
 from tenants.models import (
     CODE_NAMING_SETTINGS,
@@ -190,7 +190,7 @@ class TenantAdmin(TenantScopedAdmin):
     @admin.action(description="Rebuild the cache of every conversation (queued to the workers)")
     def rebuild_cache(self, request: HttpRequest, queryset: QuerySet) -> None:
         from conversations import services as conversation_services
-        from conversations.exceptions import ServiceUnavailable
+        from core.exceptions import ServiceUnavailable
 
         for tenant in queryset:
             try:
