@@ -39,7 +39,8 @@ from conversations.api.serializers import json_size
 from conversations.models import Conversation, DeadLetter, Message
 from core.exceptions import ServiceUnavailable
 from core.forms import StorableModelForm
-from tenants.admin import TenantScopedAdmin, staff_tenant
+from tenants.admin import TenantAdmin, TenantScopedAdmin, staff_tenant
+from tenants.models import Tenant
 
 TRANSCRIPT_PAGE_SIZE = 100
 SEARCH_LIMIT = 1000  # conversations per kind of match in one admin search
@@ -468,6 +469,29 @@ class DeadLetterAdmin(TenantScopedAdmin):
         self.message_user(
             request, f"Replayed {_count(len(replayed), 'dead letter')}; the workers persist them now.", messages.SUCCESS
         )
+
+
+# --- Tenants: their conversations' cache ------------------------------------------------------------
+
+# The tenants app sits below this one and imports none of it: the tenant admin gets its action over
+# the tenant's conversations here, by this subclass registered in its place.
+admin.site.unregister(Tenant)
+
+
+@admin.register(Tenant)
+class TenantWithConversationsAdmin(TenantAdmin):
+    actions = (*TenantAdmin.actions, "rebuild_cache")
+
+    @admin.action(description="Rebuild the cache of every conversation (queued to the workers)")
+    def rebuild_cache(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for tenant in queryset:
+            try:
+                services.tenant_cache_rebuild_queue(tenant=tenant)
+            except ServiceUnavailable as error:
+                self.message_user(request, error.message, level=messages.ERROR)
+                return
+            self.log_action(request, tenant, "Queued a rebuild of the cache of every conversation")
+            self.message_user(request, f"Queued a cache rebuild of every conversation of {tenant.slug}.", messages.SUCCESS)
 
 
 admin.site.site_header = "Conversation memory"
