@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from langchain_core.language_models import BaseChatModel
 
-from conversations.exceptions import ServiceUnavailable
+from core.exceptions import ServiceUnavailable
 from tenants import egress
 from tenants.models import Tenant, provider_name
 from tenants.secrets import SecretUnreadable

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 import structlog
 from django.conf import settings
 
-from conversations import cache, metrics
-from conversations.exceptions import Conflict, MemoryServiceError, ServiceUnavailable
+from conversations import cache
+from core.exceptions import Conflict, MemoryServiceError, ServiceUnavailable
+from core.metrics import fallbacks
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -242,4 +243,4 @@ def _unguarded(run: Run, operation: str, error: Exception) -> None:
     logger.warning(
         "chat_run_unguarded", tenant=run.tenant.slug, conversation_id=run.conversation_id, operation=operation, error=str(error)
     )
-    metrics.fallbacks.labels(kind="chat_run_unguarded").inc()
+    fallbacks.labels(kind="chat_run_unguarded").inc()

@@ -26,7 +26,7 @@ Order and what each failure leaves behind:
    ``execution_time`` and ``user_message_id``, the model and the token usage; then the memory
    document's ``messages`` becomes the buffer the model saw plus its answer (what an agent's
    ``save_memory(agent.memory.dict())`` stores), its other metadata kept and ``metadata.chat`` updated.
-   The model's text and usage are cleaned first (``conversations.storable``: NUL removed, a lone
+   The model's text and usage are cleaned first (``core.storable``: NUL removed, a lone
    UTF-16 surrogate replaced by U+FFFD, a number that cannot be stored by null), each streamed
    piece as it is sent, so what the client is shown is what is stored; the memory document must be
    storable JSON, or it is left as it was (``memory_updated`` false).
@@ -51,9 +51,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from chat import llm, runs
 from conversations import context, selectors, services, tokens
-from conversations.exceptions import LimitExceeded, MemoryServiceError
 from conversations.models import Message
-from conversations.storable import cleaned_json, cleaned_text, storable_json
+from core.exceptions import LimitExceeded, MemoryServiceError
+from core.storable import cleaned_json, cleaned_text, storable_json
 from memory import context as memory_context
 from summaries import summarizer
 from tenants import egress

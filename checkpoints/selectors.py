@@ -13,8 +13,8 @@ from django.db import DatabaseError
 from django.db.models import Prefetch
 
 from checkpoints.models import Checkpoint, CheckpointWrite
-from conversations.exceptions import NotFound, ServiceUnavailable
 from conversations.models import Conversation
+from core.exceptions import NotFound, ServiceUnavailable
 from tenants.models import Tenant
 
 WRITES_ORDER = ("task_path", "task_id", "idx")

@@ -10,7 +10,7 @@ write is a 503 and nothing was stored. The save, in one transaction (``checkpoin
    conversation and namespace are kept. The older ones and their writes go, in two statements
    whatever their number.
 
-Before anything is written, every value passes ``conversations.storable``: the ids and names are
+Before anything is written, every value passes ``core.storable``: the ids and names are
 storable text, the state, metadata and written values storable JSON; anything else raises
 ``Unstorable`` (400) naming its path, and nothing is stored.
 
@@ -31,9 +31,9 @@ from django.db.models import QuerySet, prefetch_related_objects
 from checkpoints import selectors
 from checkpoints.models import Checkpoint, CheckpointWrite
 from conversations import services as conversation_services
-from conversations.exceptions import NotFound, Unstorable
 from conversations.models import Conversation
-from conversations.storable import storable_json, storable_text
+from core.exceptions import NotFound, Unstorable
+from core.storable import storable_json, storable_text
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

@@ -4,7 +4,7 @@ Every admin here starts from ``TenantScopedAdmin``: staff of a tenant see that t
 another tenant's conversation by URL is a 404. Changes go through the same services as the API and
 the commands (``conversation_update``, ``cache_rebuild``, ``conversation_erase``,
 ``dead_letter_replay``), and every action is written to the admin log. Message history is read-only.
-What an operator edits (owner ids, metadata) passes the door (``conversations.forms``): a value that
+What an operator edits (owner ids, metadata) passes the door (``core.forms``): a value that
 could not be stored is a form error, not a 500.
 
 The JSON export holds every acknowledged message: the persisted rows and the writes still pending in
@@ -36,10 +36,11 @@ from django.utils.timesince import timesince
 
 from conversations import cache, selectors, services
 from conversations.api.serializers import json_size
-from conversations.exceptions import ServiceUnavailable
-from conversations.forms import StorableModelForm
 from conversations.models import Conversation, DeadLetter, Message
-from tenants.admin import TenantScopedAdmin, staff_tenant
+from core.exceptions import ServiceUnavailable
+from core.forms import StorableModelForm
+from tenants.admin import TenantAdmin, TenantScopedAdmin, staff_tenant
+from tenants.models import Tenant
 
 TRANSCRIPT_PAGE_SIZE = 100
 SEARCH_LIMIT = 1000  # conversations per kind of match in one admin search
@@ -468,6 +469,29 @@ class DeadLetterAdmin(TenantScopedAdmin):
         self.message_user(
             request, f"Replayed {_count(len(replayed), 'dead letter')}; the workers persist them now.", messages.SUCCESS
         )
+
+
+# --- Tenants: their conversations' cache ------------------------------------------------------------
+
+# The tenants app sits below this one and imports none of it: the tenant admin gets its action over
+# the tenant's conversations here, by this subclass registered in its place.
+admin.site.unregister(Tenant)
+
+
+@admin.register(Tenant)
+class TenantWithConversationsAdmin(TenantAdmin):
+    actions = (*TenantAdmin.actions, "rebuild_cache")
+
+    @admin.action(description="Rebuild the cache of every conversation (queued to the workers)")
+    def rebuild_cache(self, request: HttpRequest, queryset: QuerySet) -> None:
+        for tenant in queryset:
+            try:
+                services.tenant_cache_rebuild_queue(tenant=tenant)
+            except ServiceUnavailable as error:
+                self.message_user(request, error.message, level=messages.ERROR)
+                return
+            self.log_action(request, tenant, "Queued a rebuild of the cache of every conversation")
+            self.message_user(request, f"Queued a cache rebuild of every conversation of {tenant.slug}.", messages.SUCCESS)
 
 
 admin.site.site_header = "Conversation memory"

@@ -31,8 +31,8 @@ exists exactly when the conversation is cached (an empty conversation is a heade
 other element is a message JSON whose first member is its ``seq``, so scripts can read the order
 without decoding.
 
-Every multi-step change is one Lua script. All calls here use the strict client: a Redis error
-raises :class:`CacheUnavailable`, and the caller decides on purpose what degraded mode to take.
+Every multi-step change is one Lua script. All calls here use the strict client (``core.redis_client``):
+a Redis error raises :class:`CacheUnavailable`, and the caller decides on purpose what degraded mode to take.
 """
 
 import functools
@@ -45,16 +45,11 @@ from typing import Any
 
 import redis
 from django.conf import settings
-from django_redis import get_redis_connection
 
-from conversations import metrics
+from core.redis_client import CacheUnavailable, Scripts, call, client
 
 HEADER_PREFIX = '{"seq":0,'
 HEADER_BYTES = HEADER_PREFIX.encode()
-
-
-class CacheUnavailable(Exception):
-    """Redis could not be reached or answered with an error."""
 
 
 def key(tenant_slug: str, conversation_id: str, suffix: str) -> str:
@@ -502,24 +497,6 @@ return 1
 """
 
 
-# Count one request in a tenant's throttle window (tenants/throttling.py), the window's expiry set
-# with its first request. KEYS: counter   ARGV: seconds it lives.
-THROTTLE_COUNT = """
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return count
-"""
-
-# An API key's cached record, read with one request counted in its tenant's throttle window.
-# KEYS: record, counter   ARGV: seconds the counter lives.
-AUTH_RECORD_COUNTED = """
-local record = redis.call('GET', KEYS[1])
-local count = redis.call('INCR', KEYS[2])
-if count == 1 then redis.call('EXPIRE', KEYS[2], ARGV[1]) end
-return {record, count}
-"""
-
-
 # A chat run's lock on its conversation (``chat.runs``), or who holds it. KEYS: lock   ARGV: token, ms.
 # Returns {1} when taken, else {0, the holder's token}. Released with RELEASE (compare-and-delete).
 RUN_LOCK = """
@@ -559,62 +536,29 @@ return updated
 """
 
 
-class _Scripts:
-    """Scripts registered once per client; redis-py falls back to EVAL after a Redis restart."""
-
-    def __init__(self, client: redis.Redis) -> None:
-        self.client = client
-        for name in (
-            "RESERVE",
-            "MERGE",
-            "RELEASE",
-            "LEDGER",
-            "LEDGER_MARK",
-            "LEDGER_DISTURB",
-            "LEDGER_ROUND_VOID",
-            "SNAPSHOT",
-            "INSTALL",
-            "WINDOW",
-            "INVALIDATE",
-            "REMOVE",
-            "SET_MEMORY",
-            "CONTEXT_GET",
-            "CONTEXT_SET",
-            "CLEAR_MESSAGES",
-            "THROTTLE_COUNT",
-            "AUTH_RECORD_COUNTED",
-            "RUN_LOCK",
-            "RUN_EXTEND",
-            "RUN_ADMIT",
-            "RUN_PROLONG",
-        ):
-            setattr(self, name.lower(), client.register_script(globals()[name]))
-
-
-_scripts_by_client: dict[int, _Scripts] = {}
-
-
-def client() -> redis.Redis:
-    return get_redis_connection("default")
-
-
-def _scripts() -> _Scripts:
-    connection = client()
-    scripts = _scripts_by_client.get(id(connection))
-    if scripts is None or scripts.client is not connection:
-        scripts = _scripts_by_client[id(connection)] = _Scripts(connection)
-    return scripts
-
-
-def _call(operation: str, tenant_slug: str, function: Any, *args: Any, **kwargs: Any) -> Any:
-    started = time.perf_counter()
-    try:
-        return function(*args, **kwargs)
-    except redis.RedisError as error:
-        metrics.cache_errors.labels(operation=operation).inc()
-        raise CacheUnavailable(f"{operation}: {error}") from error
-    finally:
-        metrics.cache_latency.labels(tenant=tenant_slug, operation=operation).observe(time.perf_counter() - started)
+# Registered once per client (``core.redis_client.Scripts``).
+_scripts = Scripts(
+    reserve=RESERVE,
+    merge=MERGE,
+    release=RELEASE,
+    ledger=LEDGER,
+    ledger_mark=LEDGER_MARK,
+    ledger_disturb=LEDGER_DISTURB,
+    ledger_round_void=LEDGER_ROUND_VOID,
+    snapshot=SNAPSHOT,
+    install=INSTALL,
+    window=WINDOW,
+    invalidate=INVALIDATE,
+    remove=REMOVE,
+    set_memory=SET_MEMORY,
+    context_get=CONTEXT_GET,
+    context_set=CONTEXT_SET,
+    clear_messages=CLEAR_MESSAGES,
+    run_lock=RUN_LOCK,
+    run_extend=RUN_EXTEND,
+    run_admit=RUN_ADMIT,
+    run_prolong=RUN_PROLONG,
+)
 
 
 # --- Operations -------------------------------------------------------------------------------
@@ -661,10 +605,10 @@ def reserve(
     for message in messages:
         args += [message["id"], message_json(message | {"seq": 0})[len(HEADER_PREFIX) :]]
         message_keys.append(message_key(tenant_slug, conversation_id, message["id"]))
-    reply = _call(
+    reply = call(
         "reserve",
         tenant_slug,
-        _scripts().reserve,
+        _scripts.reserve,
         keys=[keys.state, keys.lock, keys.messages, keys.reserved, keys.pending, *message_keys],
         args=args,
     )
@@ -686,7 +630,7 @@ def reserve(
 def release(*, tenant_slug: str, conversation_id: str, token: str, unreserve: Sequence[str] = ()) -> None:
     """Release the append lock held with ``token``, dropping the reserved entries of ``unreserve``."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    _call("release", tenant_slug, _scripts().release, keys=[keys.lock, keys.reserved], args=[token, *unreserve])
+    call("release", tenant_slug, _scripts.release, keys=[keys.lock, keys.reserved], args=[token, *unreserve])
 
 
 LEDGER_KEY = "memory:ledger"
@@ -711,7 +655,7 @@ class LedgerStatus:
 
 def ledger_status() -> LedgerStatus:
     """The ledger's state, begun now if this Redis has none (it restarted empty, or is new)."""
-    reply = _call("ledger", "-", _scripts().ledger, keys=[LEDGER_KEY], args=[])
+    reply = call("ledger", "-", _scripts.ledger, keys=[LEDGER_KEY], args=[])
     since, barrier_at, drained_at, whole_at, now, begun, disturbed_at = reply
     return LedgerStatus(
         since=int(since),
@@ -729,17 +673,17 @@ def ledger_mark(*, since: int, event: str, barrier: int | None = None) -> int:
     ``since`` is still this Redis's and, given ``barrier``, that barrier is still the current one.
     Returns the time recorded (Redis time, microseconds), or 0."""
     args: list[Any] = [since, event] if barrier is None else [since, event, barrier]
-    return int(_call("ledger", "-", _scripts().ledger_mark, keys=[LEDGER_KEY], args=args))
+    return int(call("ledger", "-", _scripts.ledger_mark, keys=[LEDGER_KEY], args=args))
 
 
 def ledger_disturb() -> bool:
     """A persist message may have gone back to the broker: void the round of barriers of a ledger not yet whole."""
-    return bool(_call("ledger", "-", _scripts().ledger_disturb, keys=[LEDGER_KEY], args=[]))
+    return bool(call("ledger", "-", _scripts.ledger_disturb, keys=[LEDGER_KEY], args=[]))
 
 
 def ledger_round_void(*, since: int, barrier: int) -> bool:
     """Void the round of barriers ``barrier`` if it is still current (one of its steps failed)."""
-    return bool(_call("ledger", "-", _scripts().ledger_round_void, keys=[LEDGER_KEY], args=[since, barrier]))
+    return bool(call("ledger", "-", _scripts.ledger_round_void, keys=[LEDGER_KEY], args=[since, barrier]))
 
 
 def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:
@@ -748,7 +692,7 @@ def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:
     a list built before may lack writes that were still on their way."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     invalidate(tenant_slug=tenant_slug, conversation_id=conversation_id)
-    _call("ledger", tenant_slug, client().hset, keys.state, "ledger", 1)
+    call("ledger", tenant_slug, client().hset, keys.state, "ledger", 1)
 
 
 def merge(
@@ -763,7 +707,7 @@ def merge(
     """Put messages into the cache in seq order; ``mode`` is ``pending`` (acknowledged, not yet
     persisted), ``settled`` (the row is committed) or ``reassert`` (pending again if Redis lost them)."""
     keys, args = _merge_call(tenant_slug, conversation_id, messages, mode=mode, ttl=ttl, token=token)
-    _call("merge", tenant_slug, _scripts().merge, keys=keys, args=args)
+    call("merge", tenant_slug, _scripts.merge, keys=keys, args=args)
 
 
 def _merge_call(
@@ -796,7 +740,7 @@ class Snapshot:
 
 def snapshot(*, tenant_slug: str, conversation_id: str) -> Snapshot:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    version, pending, last_seq = _call("snapshot", tenant_slug, _scripts().snapshot, keys=[keys.state, keys.pending], args=[])
+    version, pending, last_seq = call("snapshot", tenant_slug, _scripts.snapshot, keys=[keys.state, keys.pending], args=[])
     return Snapshot(
         version=_text(version),
         pending=[json.loads(item) for item in pending],
@@ -806,7 +750,7 @@ def snapshot(*, tenant_slug: str, conversation_id: str) -> Snapshot:
 
 def pending(*, tenant_slug: str, conversation_id: str) -> list[dict[str, Any]]:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    values = _call("pending", tenant_slug, client().hvals, keys.pending)
+    values = call("pending", tenant_slug, client().hvals, keys.pending)
     return [json.loads(item) for item in values]
 
 
@@ -824,10 +768,10 @@ def install(
     ``rebuild_token``, release the rebuild lock held with it in the same script, installed or not."""
     prefix = _prefix(tenant_slug, conversation_id)
     last_seq = max((message["seq"] for message in messages), default=0)
-    installed = _call(
+    installed = call(
         "install",
         tenant_slug,
-        _scripts().install,
+        _scripts.install,
         keys=[f"{prefix}:state", f"{prefix}:messages", f"{prefix}:rebuild", erase_floor_key(tenant_slug, conversation_id)],
         args=[version, ttl, settings.MEMORY_PENDING_TTL, header_json(complete=complete), last_seq, rebuild_token]
         + [message_json(message) for message in messages],
@@ -869,7 +813,7 @@ def window(*, tenant_slug: str, conversation_id: str, count: int) -> CachedWindo
     LINDEX and LRANGE either: 0.04 ms against 0.07 ms."""
     if count < 1:
         raise ValueError(f"A window holds at least one message; count={count}.")
-    elements = _call("window", tenant_slug, client().lrange, f"{_prefix(tenant_slug, conversation_id)}:messages", -count - 1, -1)
+    elements = call("window", tenant_slug, client().lrange, f"{_prefix(tenant_slug, conversation_id)}:messages", -count - 1, -1)
     if not elements:
         return None
     first = elements[0]
@@ -883,10 +827,10 @@ def window_or_rebuild_lock(*, tenant_slug: str, conversation_id: str, count: int
     if cached is not None:
         return cached
     prefix = _prefix(tenant_slug, conversation_id)
-    found = _call(
+    found = call(
         "window_miss",
         tenant_slug,
-        _scripts().window,
+        _scripts.window,
         keys=[f"{prefix}:messages", f"{prefix}:rebuild", f"{prefix}:state", f"{prefix}:pending"],
         args=[count, token, settings.MEMORY_REBUILD_LOCK_TTL],
     )
@@ -904,12 +848,12 @@ def _text(value: bytes | str) -> str:
 
 def invalidate(*, tenant_slug: str, conversation_id: str) -> None:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    _call("invalidate", tenant_slug, _scripts().invalidate, keys=[keys.state, keys.messages], args=[])
+    call("invalidate", tenant_slug, _scripts.invalidate, keys=[keys.state, keys.messages], args=[])
 
 
 def remove(*, tenant_slug: str, conversation_id: str, message: dict[str, Any]) -> None:
     keys, args = _remove_call(tenant_slug, conversation_id, message)
-    _call("remove", tenant_slug, _scripts().remove, keys=keys, args=args)
+    call("remove", tenant_slug, _scripts.remove, keys=keys, args=args)
 
 
 def _remove_call(tenant_slug: str, conversation_id: str, message: dict[str, Any]) -> tuple[list[str], list[Any]]:
@@ -950,7 +894,7 @@ def settle(
     ``settled``) and ``remove`` would do it, then each claim, a (tenant, conversation) whose
     derived-memory ``tasks`` are marked queued (``<tenant>:<conv>:queued:<task>``) for ``claim_ttl`` seconds. A settlement whose script
     fails fails alone; Redis unreachable raises CacheUnavailable."""
-    scripts = _scripts()
+    scripts = _scripts
     calls: list[tuple[int, Any, list[str], list[Any]]] = []  # settlement, script, keys, args
     for index, settlement in enumerate(settlements):
         tenant_slug, conversation_id = settlement.tenant_slug, settlement.conversation_id
@@ -967,12 +911,12 @@ def settle(
             pipeline.set(key(tenant_slug, conversation_id, f"queued:{task}"), 1, nx=True, ex=claim_ttl)
     tenants = {settlement.tenant_slug for settlement in settlements} | {tenant_slug for tenant_slug, _ in claims}
     label = tenants.pop() if len(tenants) == 1 else "-"
-    replies = _call("settle", label, pipeline.execute, raise_on_error=False) if len(pipeline) else []
+    replies = call("settle", label, pipeline.execute, raise_on_error=False) if len(pipeline) else []
     failed = [""] * len(settlements)
     for (index, script, keys, args), reply in zip(calls, replies[: len(calls)], strict=True):
         if isinstance(reply, redis.exceptions.NoScriptError):  # Redis restarted: the script loads again
             try:
-                reply = _call("settle", label, script, keys=keys, args=args)
+                reply = call("settle", label, script, keys=keys, args=args)
             except CacheUnavailable as error:
                 reply = error
         if isinstance(reply, Exception) and not failed[index]:
@@ -1001,7 +945,7 @@ def get_messages_by_id(*, tenant_slug: str, conversation_id: str, message_ids: I
         keyed, waiting = pipeline.execute()
         return keyed, waiting
 
-    keyed, waiting = _call("message_get", tenant_slug, read)
+    keyed, waiting = call("message_get", tenant_slug, read)
     return {
         message_id: json.loads(value if value is not None else queued)
         for message_id, value, queued in zip(ids, keyed, waiting, strict=True)
@@ -1012,52 +956,28 @@ def get_messages_by_id(*, tenant_slug: str, conversation_id: str, message_ids: I
 def try_lock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> bool:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     return bool(
-        _call("rebuild_lock", tenant_slug, client().set, keys.rebuild, token, nx=True, ex=settings.MEMORY_REBUILD_LOCK_TTL)
+        call("rebuild_lock", tenant_slug, client().set, keys.rebuild, token, nx=True, ex=settings.MEMORY_REBUILD_LOCK_TTL)
     )
 
 
 def unlock_rebuild(*, tenant_slug: str, conversation_id: str, token: str) -> None:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    _call("rebuild_unlock", tenant_slug, _scripts().release, keys=[keys.rebuild], args=[token])
-
-
-def auth_record_counted(*, record_key: str, tenant_slug: str, throttle_key: str, ttl: int) -> tuple[bytes | None, int]:
-    """An API key's cached record and one request counted in its tenant's throttle window (created
-    with its expiry if new), in one command: a script, 0.04 ms against 0.06 ms for a MULTI."""
-    record, count = _call(
-        "auth_throttle", tenant_slug, _scripts().auth_record_counted, keys=[record_key, throttle_key], args=[ttl]
-    )
-    return record, int(count)
-
-
-def throttle_uncount(*, tenant_slug: str, key: str) -> None:
-    """Take back a request counted under ``key`` that turned out not to be this tenant's."""
-    _call("throttle", tenant_slug, client().decr, key)
-
-
-def throttle_count(*, tenant_slug: str, key: str, ttl: int) -> int:
-    """Count one request under ``key`` (a throttle window) and return the window's count."""
-    return int(_call("throttle", tenant_slug, _scripts().throttle_count, keys=[key], args=[ttl]))
-
-
-def throttle_read(*, tenant_slug: str, key: str) -> int:
-    """The count of a throttle window, without counting."""
-    return int(_call("throttle", tenant_slug, client().get, key) or 0)
+    call("rebuild_unlock", tenant_slug, _scripts.release, keys=[keys.rebuild], args=[token])
 
 
 def get_memory(*, tenant_slug: str, conversation_id: str) -> dict[str, Any] | None:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    value = _call("memory_get", tenant_slug, client().get, keys.memory)
+    value = call("memory_get", tenant_slug, client().get, keys.memory)
     return None if value is None else json.loads(value)
 
 
 def set_memory(*, tenant_slug: str, conversation_id: str, document: dict[str, Any], revision: int, ttl: int) -> bool:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     return bool(
-        _call(
+        call(
             "memory_set",
             tenant_slug,
-            _scripts().set_memory,
+            _scripts.set_memory,
             keys=[keys.memory, keys.state],
             args=[revision, json.dumps(document, separators=(",", ":")), ttl, settings.MEMORY_PENDING_TTL],
         )
@@ -1077,10 +997,10 @@ class CachedContext:
 
 def get_context(*, tenant_slug: str, conversation_id: str, parameters: dict[str, Any]) -> CachedContext:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
-    version, stored = _call(
+    version, stored = call(
         "context_get",
         tenant_slug,
-        _scripts().context_get,
+        _scripts.context_get,
         keys=[keys.state, context_key(tenant_slug, conversation_id, parameters)],
         args=[],
     )
@@ -1092,10 +1012,10 @@ def set_context(
 ) -> bool:
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     return bool(
-        _call(
+        call(
             "context_set",
             tenant_slug,
-            _scripts().context_set,
+            _scripts.context_set,
             keys=[keys.state, context_key(tenant_slug, conversation_id, parameters)],
             args=[version, json.dumps(context, separators=(",", ":"), ensure_ascii=False), ttl],
         )
@@ -1126,7 +1046,7 @@ def erase(*, tenant_slug: str, conversation_id: str, erased_before: int | None =
             connection.set(floor, erased_before, ex=settings.MEMORY_PENDING_TTL)
         return count
 
-    return _call("erase", tenant_slug, scan_and_delete)
+    return call("erase", tenant_slug, scan_and_delete)
 
 
 def clear_messages(*, tenant_slug: str, conversation_id: str, token: str, erased_before: int) -> int:
@@ -1140,7 +1060,7 @@ def clear_messages(*, tenant_slug: str, conversation_id: str, token: str, erased
         found: list[bytes] = []
         for suffix in ("message:*", "context:*"):
             found.extend(connection.scan_iter(match=key(tenant_slug, conversation_id, suffix), count=500))
-        return _scripts().clear_messages(
+        return _scripts.clear_messages(
             keys=[
                 keys.state,
                 keys.messages,
@@ -1153,7 +1073,7 @@ def clear_messages(*, tenant_slug: str, conversation_id: str, token: str, erased
             args=[token, settings.MEMORY_PENDING_TTL, erased_before],
         )
 
-    return _call("clear_messages", tenant_slug, scan_and_clear)
+    return call("clear_messages", tenant_slug, scan_and_clear)
 
 
 @dataclass(frozen=True)
@@ -1178,7 +1098,7 @@ def states(*, conversations: Sequence[tuple[str, str]]) -> dict[tuple[str, str],
         pipeline.llen(keys.messages)
         pipeline.hlen(keys.pending)
         pipeline.exists(keys.memory)
-    answers = _call("states", conversations[0][0], pipeline.execute)
+    answers = call("states", conversations[0][0], pipeline.execute)
     found = {}
     for index, pair in enumerate(conversations):
         ttl, length, pending_count, memory = answers[index * 4 : index * 4 + 4]
@@ -1195,13 +1115,13 @@ def states(*, conversations: Sequence[tuple[str, str]]) -> dict[tuple[str, str],
 
 def derived_release(*, tenant_slug: str, conversation_id: str, task: str) -> None:
     """The task runs now: a write persisted from here on queues it again."""
-    _call("derived_release", tenant_slug, client().delete, key(tenant_slug, conversation_id, f"queued:{task}"))
+    call("derived_release", tenant_slug, client().delete, key(tenant_slug, conversation_id, f"queued:{task}"))
 
 
 def ping() -> float:
     """Round trip to Redis in milliseconds; raises CacheUnavailable."""
     started = time.perf_counter()
-    _call("ping", "-", client().ping)
+    call("ping", "-", client().ping)
     return (time.perf_counter() - started) * 1000
 
 
@@ -1215,32 +1135,30 @@ def tenant_runs_key(tenant_id: int) -> str:
 
 def run_lock(*, tenant_slug: str, conversation_id: str, token: str, ttl_ms: int) -> str | None:
     """Take the conversation's chat run lock for ``ttl_ms``; None when taken, else the holder's token."""
-    reply = _call(
-        "run_lock", tenant_slug, _scripts().run_lock, keys=[run_key(tenant_slug, conversation_id)], args=[token, ttl_ms]
-    )
+    reply = call("run_lock", tenant_slug, _scripts.run_lock, keys=[run_key(tenant_slug, conversation_id)], args=[token, ttl_ms])
     return None if int(reply[0]) == 1 else _text(reply[1])
 
 
 def run_extend(*, tenant_slug: str, conversation_id: str, token: str, ttl_ms: int) -> bool:
     """Push back the expiry of the run lock held with ``token``; False when it is no longer held."""
     keys = [run_key(tenant_slug, conversation_id)]
-    return bool(_call("run_extend", tenant_slug, _scripts().run_extend, keys=keys, args=[token, ttl_ms]))
+    return bool(call("run_extend", tenant_slug, _scripts.run_extend, keys=keys, args=[token, ttl_ms]))
 
 
 def run_unlock(*, tenant_slug: str, conversation_id: str, token: str) -> None:
     """Release the run lock if ``token`` still holds it (a lock that expired and was taken again is left)."""
-    _call("run_unlock", tenant_slug, _scripts().release, keys=[run_key(tenant_slug, conversation_id)], args=[token])
+    call("run_unlock", tenant_slug, _scripts.release, keys=[run_key(tenant_slug, conversation_id)], args=[token])
 
 
 def runs_admit(*, tenant_slug: str, tenant_id: int, token: str, limit: int, ttl_ms: int) -> tuple[bool, int]:
     """Count a chat run among the tenant's, if fewer than ``limit`` run: (admitted, runs counted)."""
-    reply = _call("runs_admit", tenant_slug, _scripts().run_admit, keys=[tenant_runs_key(tenant_id)], args=[token, limit, ttl_ms])
+    reply = call("runs_admit", tenant_slug, _scripts.run_admit, keys=[tenant_runs_key(tenant_id)], args=[token, limit, ttl_ms])
     return int(reply[0]) == 1, int(reply[1])
 
 
 def runs_prolong(*, tenant_slug: str, tenant_id: int, token: str, ttl_ms: int) -> None:
-    _call("runs_prolong", tenant_slug, _scripts().run_prolong, keys=[tenant_runs_key(tenant_id)], args=[token, ttl_ms])
+    call("runs_prolong", tenant_slug, _scripts.run_prolong, keys=[tenant_runs_key(tenant_id)], args=[token, ttl_ms])
 
 
 def runs_leave(*, tenant_slug: str, tenant_id: int, token: str) -> None:
-    _call("runs_leave", tenant_slug, client().zrem, tenant_runs_key(tenant_id), token)
+    call("runs_leave", tenant_slug, client().zrem, tenant_runs_key(tenant_id), token)

@@ -21,8 +21,8 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from conversations.exceptions import LimitExceeded
-from conversations.storable import storable_json, storable_text
+from core.exceptions import LimitExceeded
+from core.storable import storable_json, storable_text
 from memory_client.messages import ARTIFACT_KEY, CONTENT_PARTS_KEY
 
 _PARTS_MARKER = json.dumps(CONTENT_PARTS_KEY).encode()

@@ -1,4 +1,5 @@
-"""Prometheus metrics of the memory service (cache, write path and workers), served at ``/metrics``.
+"""Prometheus metrics of the conversations (cache lookups, write path and workers), served at ``/metrics``
+with those every app shares (``core.metrics``: Redis operations, degraded paths).
 
 With several gunicorn or Celery processes, set ``PROMETHEUS_MULTIPROC_DIR`` so the figures are
 added up across processes (``memoryproject/urls.py`` serves the aggregate). The derived-memory
@@ -12,24 +13,14 @@ import structlog
 from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from core.metrics import registry
+
 logger = structlog.get_logger(__name__)
 
 cache_requests = Counter(
     "memory_cache_requests_total",
     "Cache lookups by tenant, data type and result (hit, miss, error).",
     ["tenant", "data_type", "result"],
-)
-cache_latency = Histogram(
-    "memory_cache_latency_seconds",
-    "Latency of Redis operations by tenant and operation.",
-    ["tenant", "operation"],
-    buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
-)
-cache_errors = Counter("memory_cache_errors_total", "Redis operations that failed.", ["operation"])
-fallbacks = Counter(
-    "memory_fallbacks_total",
-    "Degraded paths taken: reads served by PostgreSQL with Redis down, writes with PostgreSQL or Redis down.",
-    ["kind"],
 )
 messages_accepted = Counter("memory_messages_accepted_total", "Messages acknowledged with 201.", ["tenant"])
 publish_failures = Counter(
@@ -100,16 +91,3 @@ def scrape(*collectors):  # noqa: ANN002, ANN201 - anything with collect()
     """What ``/metrics`` serves: the registry's figures, the derived-memory ones read now, and those of
     the ``collectors`` of other apps (``memoryproject.urls`` passes ``search.metrics``')."""
     return _Scrape(registry(), DerivedMemoryCollector(), *collectors)
-
-
-def registry():  # noqa: ANN201
-    """The registry to read: all processes' figures under PROMETHEUS_MULTIPROC_DIR, else this one's."""
-    import os
-
-    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
-
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        return REGISTRY
-    aggregate = CollectorRegistry()
-    multiprocess.MultiProcessCollector(aggregate)
-    return aggregate

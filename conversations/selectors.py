@@ -23,8 +23,9 @@ from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 
 from conversations import cache, context, metrics, services
-from conversations.exceptions import NotFound, ServiceUnavailable
 from conversations.models import CONTENT_WORDS, CacheRepair, Conversation, Message
+from core.exceptions import NotFound, ServiceUnavailable
+from core.metrics import fallbacks, registry
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -94,7 +95,7 @@ def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQu
         found = cache.window_or_rebuild_lock(tenant_slug=tenant.slug, conversation_id=conversation_id, count=wanted, token=token)
     except cache.CacheUnavailable:
         metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=None)
-        metrics.fallbacks.labels(kind="read_without_cache").inc()
+        fallbacks.labels(kind="read_without_cache").inc()
         logger.warning("window_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
         return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=False)
     if isinstance(found, cache.WindowMiss):
@@ -205,7 +206,7 @@ def _window_from_database(
         try:
             pending = cache.pending(tenant_slug=tenant.slug, conversation_id=conversation_id)
         except cache.CacheUnavailable:
-            metrics.fallbacks.labels(kind="read_without_cache").inc()
+            fallbacks.labels(kind="read_without_cache").inc()
             pending = []
     try:
         rows = _filtered_rows(tenant=tenant, conversation_id=conversation_id, query=query)
@@ -237,7 +238,7 @@ def _filtered_rows(*, tenant: Tenant, conversation_id: str, query: WindowQuery) 
 
 
 def _database_unavailable() -> ServiceUnavailable:
-    metrics.fallbacks.labels(kind="read_unavailable").inc()
+    fallbacks.labels(kind="read_unavailable").inc()
     return ServiceUnavailable(
         "PostgreSQL is unreachable and this conversation is not cached; retry shortly.", code="database_unavailable"
     )
@@ -570,7 +571,7 @@ def _counters(*, tenant: str | None = None) -> dict[str, Any]:
     hits = misses = errors = 0.0
     context_hits = context_lookups = 0.0
     fallbacks: dict[str, float] = {}
-    for family in metrics.registry().collect():
+    for family in registry().collect():
         for sample in family.samples:
             if tenant is not None and sample.name == "memory_cache_requests_total" and sample.labels.get("tenant") != tenant:
                 continue

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from facts import services
 from facts.models import UserFact, UserFactChange
 from tenants.admin import TenantScopedAdmin

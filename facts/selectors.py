@@ -12,7 +12,7 @@ from typing import Any
 from django.db import DatabaseError
 from django.db.models import QuerySet
 
-from conversations.exceptions import NotFound, ServiceUnavailable
+from core.exceptions import NotFound, ServiceUnavailable
 from facts.models import UserFact, UserFactChange
 from tenants.models import Tenant
 

@@ -8,7 +8,7 @@ updates it), and the per-user limit counts the facts that are really there.
 
 Rules, all checked before anything is written (a batch is all or nothing):
 
-- Every user id, key and value is storable text (``conversations.storable``): one holding a NUL or a
+- Every user id, key and value is storable text (``core.storable``): one holding a NUL or a
   lone UTF-16 surrogate is refused with ``Unstorable`` (400 ``validation_error``), like any value the
   service cannot store, before the rules below.
 - ``user_id``: not blank, no control characters, at most MEMORY_MAX_ID_LENGTH characters.
@@ -40,8 +40,8 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from conversations import tokens
-from conversations.exceptions import LimitExceeded, MemoryServiceError, NotFound
-from conversations.storable import storable_json, storable_text
+from core.exceptions import LimitExceeded, MemoryServiceError, NotFound
+from core.storable import storable_json, storable_text
 from facts import selectors
 from facts.models import FactAction, UserFact, UserFactChange
 from tenants.models import Tenant

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from conversations import tokens
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from facts.selectors import facts_for_context
 from search.embeddings import EmbeddingModelError
 from search.filters import SearchFilters

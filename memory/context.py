@@ -9,8 +9,8 @@ from typing import Any
 
 from checkpoints.selectors import checkpoint_latest
 from conversations import context, selectors
-from conversations.exceptions import NotFound
 from conversations.models import Conversation
+from core.exceptions import NotFound
 from memory import bundle as memory_bundle
 from tenants.models import Tenant
 

@@ -9,9 +9,9 @@ import structlog
 from django.db.models import Q
 
 from checkpoints.models import Checkpoint
-from conversations.exceptions import NotFound
 from conversations.models import Conversation, DeadLetter
 from conversations.services import conversation_erase
+from core.exceptions import NotFound
 from facts.services import user_facts_erase
 from search.models import MessageEmbedding
 from summaries.models import Summary

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from conversations.exceptions import LimitExceeded, MemoryServiceError
-from conversations.storable import storable_datetime, storable_json, storable_text
+from core.exceptions import LimitExceeded, MemoryServiceError
+from core.storable import storable_datetime, storable_json, storable_text
 
 SEARCHED_ROLES = ("user", "assistant")
 # Bounds of one search's filters: values in one list, metadata keys, characters of one string.

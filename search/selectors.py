@@ -40,8 +40,8 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from conversations.exceptions import LimitExceeded, NotFound
 from conversations.models import Conversation, Message
+from core.exceptions import LimitExceeded, NotFound
 from search import embeddings, ranking, vectors
 from search.filters import NO_FILTERS, SearchFilters
 from tenants.models import Tenant

@@ -16,8 +16,8 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from conversations.exceptions import MemoryServiceError
-from conversations.forms import StorableModelForm
+from core.exceptions import MemoryServiceError
+from core.forms import StorableModelForm
 from store import services
 from store.models import StoreItem
 from tenants.admin import TenantScopedAdmin

@@ -42,7 +42,7 @@ from django.db import connection
 from django.db.models import BooleanField, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 
-from conversations.exceptions import ServiceUnavailable
+from core.exceptions import ServiceUnavailable
 from search import embeddings, ranking
 from store.models import StoreItem
 from tenants.models import Tenant

@@ -18,7 +18,7 @@ both answer 400 ``details.field`` naming the operation and its field, e.g. ``ope
   storable string of at most ``MAX_LABEL_CHARS`` characters without "." (LangGraph refuses it too:
   some stores join labels with dots). A put needs at least one label.
 - A key is a storable string of at most ``MAX_KEY_CHARS`` characters ("" is a key like any other).
-- A value is a JSON object that passes ``conversations.storable`` and is at most
+- A value is a JSON object that passes ``core.storable`` and is at most
   MEMORY_MAX_STORE_VALUE_BYTES bytes as compact UTF-8 JSON. ``value: null`` deletes the item.
 - ``index``: ``false`` (not searchable by a query), ``null`` (the whole value, as JSON text) or a
   list of LangGraph field paths (``"text"``, ``"meta.title"``, ``"notes[*].body"``) whose texts are
@@ -56,8 +56,8 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from conversations import tokens
 from conversations.api.serializers import max_depth as max_page_depth
-from conversations.exceptions import LimitExceeded, MemoryServiceError
-from conversations.storable import storable_json, storable_text
+from core.exceptions import LimitExceeded, MemoryServiceError
+from core.storable import storable_json, storable_text
 from search import embeddings
 from store import selectors
 from store.models import StoreItem

@@ -13,8 +13,8 @@ from typing import Any
 import structlog
 from django.db import DatabaseError
 
-from conversations.exceptions import NotFound, ServiceUnavailable
 from conversations.models import Conversation
+from core.exceptions import NotFound, ServiceUnavailable
 from summaries.models import Summary
 from tenants.models import Tenant
 

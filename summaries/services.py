@@ -20,7 +20,7 @@ stored summary whose messages are older than the pair it is filed under (the his
 since, and the seqs moved on) is written again. No transaction is held while the model answers.
 
 Only persisted messages are read (PostgreSQL), never the cache's pending writes. A model's summary
-comes cleaned by ``summaries.summarizer`` (``conversations.storable.cleaned_text``), so whatever the
+comes cleaned by ``summaries.summarizer`` (``core.storable.cleaned_text``), so whatever the
 model answered, the row can be stored.
 """
 
@@ -33,9 +33,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from conversations import tokens
-from conversations.exceptions import Conflict, NotFound
 from conversations.models import Conversation, Message, Role
 from conversations.services import message_to_dict
+from core.exceptions import Conflict, NotFound
 from memory_client.messages import tool_calls_of
 from summaries import summarizer
 from summaries.models import Summary

@@ -19,7 +19,7 @@
   decisions, preferences, constraints and data values; answer with 4 to 6 bullet points under 120
   tokens. Its answer is held to that contract (``hold_to_contract``): at most 6 bullets and fewer
   than 120 tokens, the bullet that overflows cut short and the rest dropped. The answer is cleaned
-  before anything else (``conversations.storable.cleaned_text``: NUL removed, a lone UTF-16
+  before anything else (``core.storable.cleaned_text``: NUL removed, a lone UTF-16
   surrogate replaced by U+FFFD), so that what is stored is text PostgreSQL can hold.
 * Any failure (the integration not installed, a spec that names nothing, an error, no answer within
   ``timeout`` seconds, an answer with nothing in it) is logged and answered with the rule-based
@@ -43,7 +43,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from conversations import tokens
-from conversations.storable import cleaned_text
+from core.storable import cleaned_text
 from memory_client.messages import tool_calls_of
 from summaries.extractive import extractive_summary
 from tenants.models import MODEL_NAME

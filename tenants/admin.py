@@ -6,8 +6,12 @@ URL (another tenant's object is a 404), actions, autocomplete and exports all st
 ``get_queryset``, which is scoped. Superusers see every tenant and get a tenant filter. A staff user
 bound to no tenant sees nothing. Every action is written to the admin log.
 
-Every form that edits stored values passes the door (``conversations.forms.StorableModelForm``):
+Every form that edits stored values passes the door (``core.forms.StorableModelForm``):
 a value that could not be stored in PostgreSQL, Redis and JSON alike is a form error, not a 500.
+
+Apps above tenants add their own actions over a whole tenant by registering a subclass of
+``TenantAdmin`` in its place (``conversations.admin`` adds "rebuild the cache of every
+conversation"), so that this module imports none of them.
 
 A provider credential is write-only: its form takes a new secret and stores it encrypted; no page
 shows the secret or its encrypted value, only its hint (the last four characters).
@@ -26,7 +30,7 @@ from django.utils.html import format_html, format_html_join
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
-from conversations.forms import STORABLE_FORMFIELDS, StorableModelForm
+from core.forms import STORABLE_FORMFIELDS, StorableModelForm
 from tenants import services
 from tenants.models import (
     CODE_NAMING_SETTINGS,
@@ -133,7 +137,6 @@ class TenantAdmin(TenantScopedAdmin):
     search_fields = ("slug", "name")
     readonly_fields = ("effective_settings", "provider_credentials", "created_at")
     fields = ("slug", "name", "active", "settings", "effective_settings", "provider_credentials", "created_at")
-    actions = ("rebuild_cache",)
 
     def scoped_queryset(self, tenant: Tenant) -> QuerySet:
         return Tenant.objects.filter(pk=tenant.pk)
@@ -186,20 +189,6 @@ class TenantAdmin(TenantScopedAdmin):
         super().save_model(request, obj, form, change)
         if change:
             services.auth_cache_forget(tenant=obj)  # deactivation and new settings apply at once
-
-    @admin.action(description="Rebuild the cache of every conversation (queued to the workers)")
-    def rebuild_cache(self, request: HttpRequest, queryset: QuerySet) -> None:
-        from conversations import services as conversation_services
-        from conversations.exceptions import ServiceUnavailable
-
-        for tenant in queryset:
-            try:
-                conversation_services.tenant_cache_rebuild_queue(tenant=tenant)
-            except ServiceUnavailable as error:
-                self.message_user(request, error.message, level=messages.ERROR)
-                return
-            self.log_action(request, tenant, "Queued a rebuild of the cache of every conversation")
-            self.message_user(request, f"Queued a cache rebuild of every conversation of {tenant.slug}.", messages.SUCCESS)
 
 
 def _origin(tenant: Tenant, name: str) -> str:

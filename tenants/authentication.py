@@ -36,8 +36,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 from rest_framework_api_key.permissions import KeyParser
 
-from conversations import cache as conversations_cache
-from conversations import metrics
+from core.metrics import fallbacks
 from tenants import throttling
 from tenants.models import Tenant, TenantApiKey
 from tenants.services import auth_cache_key
@@ -112,7 +111,7 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         except DatabaseError as error:
             if record is None:
                 raise ServiceUnavailableAuth() from error
-            metrics.fallbacks.labels(kind="auth_unverified").inc()
+            fallbacks.labels(kind="auth_unverified").inc()
             logger.warning("auth_revalidation_unavailable", prefix=prefix, error=str(error))
             return record  # PostgreSQL down: the record read within MEMORY_AUTH_CACHE_TTL answers
         self._store(prefix, fresh or UNKNOWN, settings.MEMORY_AUTH_CACHE_TTL if fresh else settings.MEMORY_AUTH_UNKNOWN_TTL)
@@ -150,7 +149,7 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         try:
             if guessed is None:
                 return cache.get(cache_key), None, True
-            raw, count = conversations_cache.auth_record_counted(
+            raw, count = throttling.auth_record_counted(
                 record_key=cache.make_key(cache_key),
                 tenant_slug=guessed.tenant_slug,
                 throttle_key=guessed.key,

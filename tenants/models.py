@@ -15,8 +15,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 
-from conversations.exceptions import Unstorable
-from conversations.storable import storable_json
+from core.exceptions import Unstorable
+from core.storable import storable_json
 from tenants.managers import TenantManager, UnscopedManager
 
 logger = structlog.get_logger(__name__)

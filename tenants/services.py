@@ -4,7 +4,7 @@ cached key records at once, so a revoked key or a deactivated tenant is refused 
 ``MEMORY_AUTH_REVALIDATE`` seconds: ``tenants.authentication``).
 
 Names, user names, e-mail addresses, passwords and secrets given to these services (by the commands,
-mostly, whose arguments may carry any character) pass the door first (``conversations.storable``):
+mostly, whose arguments may carry any character) pass the door first (``core.storable``):
 one holding a NUL or a lone UTF-16 surrogate raises ``Unstorable`` and nothing is written."""
 
 from datetime import datetime
@@ -18,7 +18,7 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from conversations.storable import storable_text
+from core.storable import storable_text
 from tenants import secrets
 from tenants.models import (
     ProviderCredential,

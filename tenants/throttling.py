@@ -3,7 +3,7 @@
 
 The window is fixed and aligned on the clock (window ``n`` covers ``[n * W, (n + 1) * W)``). Its count
 lives in Redis under ``throttle:tenant:<tenant id>:<W>:<n>``; one Lua script increments it and sets
-its expiry (``conversations.cache.THROTTLE_COUNT``), so concurrent requests from any number of processes are each counted exactly once and a
+its expiry (``THROTTLE_COUNT``), so concurrent requests from any number of processes are each counted exactly once and a
 counter never outlives its window. A fixed window lets a tenant send up to twice its limit across a
 boundary; that is the price of one key and one round trip per request.
 
@@ -13,7 +13,7 @@ overridden per tenant (``Tenant.settings``); a limit of 0 turns throttling off f
 
 The count costs no round trip of its own once a process has seen a key: the authentication reads
 the key's record and counts the request in the window of the tenant it belonged to last time, in
-one script (``conversations.cache.auth_record_counted``); this throttle then only compares. A key that moved to
+one script (``auth_record_counted``); this throttle then only compares. A key that moved to
 another tenant (or whose tenant changed its window) is counted again where it belongs and taken
 back where it was guessed; a key that fails to authenticate is taken back too.
 
@@ -41,14 +41,61 @@ from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from conversations import cache, metrics
+from core.metrics import fallbacks
+from core.redis_client import CacheUnavailable, Scripts, call, client
 from tenants.addresses import client_ip
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
 
 
-# INCR and the expiry in one step: a counter is never left without an expiry.
+# --- The counters in Redis --------------------------------------------------------------------------
+
+# Count one request in a throttle window, the window's expiry set with its first request: a counter is
+# never left without an expiry. KEYS: counter   ARGV: seconds it lives.
+THROTTLE_COUNT = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+"""
+
+# An API key's cached record, read with one request counted in its tenant's throttle window.
+# KEYS: record, counter   ARGV: seconds the counter lives.
+AUTH_RECORD_COUNTED = """
+local record = redis.call('GET', KEYS[1])
+local count = redis.call('INCR', KEYS[2])
+if count == 1 then redis.call('EXPIRE', KEYS[2], ARGV[1]) end
+return {record, count}
+"""
+
+_scripts = Scripts(throttle_count=THROTTLE_COUNT, auth_record_counted=AUTH_RECORD_COUNTED)
+
+
+def auth_record_counted(*, record_key: str, tenant_slug: str, throttle_key: str, ttl: int) -> tuple[bytes | None, int]:
+    """An API key's cached record and one request counted in its tenant's throttle window (created
+    with its expiry if new), in one command: a script, 0.04 ms against 0.06 ms for a MULTI."""
+    record, count = call("auth_throttle", tenant_slug, _scripts.auth_record_counted, keys=[record_key, throttle_key], args=[ttl])
+    return record, int(count)
+
+
+def throttle_uncount(*, tenant_slug: str, key: str) -> None:
+    """Take back a request counted under ``key`` that turned out not to be this tenant's."""
+    call("throttle", tenant_slug, client().decr, key)
+
+
+def throttle_count(*, tenant_slug: str, key: str, ttl: int) -> int:
+    """Count one request under ``key`` (a throttle window) and return the window's count."""
+    return int(call("throttle", tenant_slug, _scripts.throttle_count, keys=[key], args=[ttl]))
+
+
+def throttle_read(*, tenant_slug: str, key: str) -> int:
+    """The count of a throttle window, without counting."""
+    return int(call("throttle", tenant_slug, client().get, key) or 0)
+
+
+# --- Windows ----------------------------------------------------------------------------------------
+
+
 def throttle_key(*, tenant_id: int, window: int, number: int) -> str:
     return f"throttle:tenant:{tenant_id}:{window}:{number}"
 
@@ -113,8 +160,8 @@ def settle_guess(request: Request, *, prefix: str, guessed: Window | None, count
         request._counted_request = Counted(window=guessed, count=count)
         return
     try:
-        cache.throttle_uncount(tenant_slug=guessed.tenant_slug, key=guessed.key)
-    except cache.CacheUnavailable as error:
+        throttle_uncount(tenant_slug=guessed.tenant_slug, key=guessed.key)
+    except CacheUnavailable as error:
         logger.warning("throttle_uncount_failed", tenant=guessed.tenant_slug, error=str(error))
 
 
@@ -139,9 +186,9 @@ class TenantRateThrottle(BaseThrottle):
             count = counted.count
         else:
             try:
-                count = cache.throttle_count(tenant_slug=tenant.slug, key=window.key, ttl=window.length + 1)
-            except cache.CacheUnavailable as error:  # counted in cache_errors{operation="throttle"} by the cache layer
-                metrics.fallbacks.labels(kind="unthrottled").inc()
+                count = throttle_count(tenant_slug=tenant.slug, key=window.key, ttl=window.length + 1)
+            except CacheUnavailable as error:  # counted in cache_errors{operation="throttle"} by the cache layer
+                fallbacks.labels(kind="unthrottled").inc()
                 logger.warning("throttle_unavailable", tenant=tenant.slug, error=str(error))
                 return True
         limit = int(tenant.setting("MEMORY_RATE_LIMIT"))
@@ -193,9 +240,9 @@ def failure_count(request: Any) -> None:
         return
     key, length, number = window
     try:
-        count = cache.throttle_count(tenant_slug=ANONYMOUS, key=key, ttl=length + 1)
-    except cache.CacheUnavailable as error:
-        metrics.fallbacks.labels(kind="unthrottled").inc()
+        count = throttle_count(tenant_slug=ANONYMOUS, key=key, ttl=length + 1)
+    except CacheUnavailable as error:
+        fallbacks.labels(kind="unthrottled").inc()
         logger.warning("throttle_unavailable", address=key, error=str(error))
         return
     _over_limit(count, length, number)
@@ -208,9 +255,9 @@ def failure_check(request: Any) -> None:
         return
     key, length, number = window
     try:
-        count = cache.throttle_read(tenant_slug=ANONYMOUS, key=key)
-    except cache.CacheUnavailable as error:
-        metrics.fallbacks.labels(kind="unthrottled").inc()
+        count = throttle_read(tenant_slug=ANONYMOUS, key=key)
+    except CacheUnavailable as error:
+        fallbacks.labels(kind="unthrottled").inc()
         logger.warning("throttle_unavailable", address=key, error=str(error))
         return
     _over_limit(count + 1, length, number)

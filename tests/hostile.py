@@ -1,4 +1,4 @@
-"""Hostile and odd values for the tests of the storable door (``conversations.storable``) and of the
+"""Hostile and odd values for the tests of the storable door (``core.storable``) and of the
 entry points that pass through it: text with NUL and lone surrogates, numbers nothing can store,
 non-JSON values and non-string keys, nesting around the depth limit, and odd but valid Unicode that
 must be stored exactly.
@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import example
 from hypothesis import strategies as st
 
-from conversations.storable import MAX_INT_DIGITS, MAX_JSON_DEPTH
+from core.storable import MAX_INT_DIGITS, MAX_JSON_DEPTH
 
 REFUSED, STORED, EITHER = "refused", "stored", "either"
 

@@ -1,4 +1,4 @@
-"""The storable door (``conversations.storable``): what it lets through, what it refuses and how it
+"""The storable door (``core.storable``): what it lets through, what it refuses and how it
 names it, and how it cleans a model's output. Checked against the real PostgreSQL too: every value
 the door accepts is accepted by a jsonb and a text column and read back as it was sent, and every
 kind of value it refuses (but its own depth and digit bounds) is refused by PostgreSQL or by UTF-8."""
@@ -14,8 +14,8 @@ from django.db import DataError, connection, transaction
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conversations.exceptions import Unstorable
-from conversations.storable import (
+from core.exceptions import Unstorable
+from core.storable import (
     MAX_INT_DIGITS,
     MAX_JSON_DEPTH,
     cleaned_json,

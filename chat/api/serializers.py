@@ -6,7 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from conversations.api.serializers import OWNER_ID_MAX, MessageOutSerializer, TextField, check_metadata, check_text
-from conversations.exceptions import LimitExceeded
+from core.exceptions import LimitExceeded
 
 MAX_TEMPERATURE = 2.0
 

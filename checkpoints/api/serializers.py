@@ -3,7 +3,7 @@
 A checkpoint id is 1 to 64 of ``[A-Za-z0-9._:=+-]``, starting with a letter or digit (LangGraph's
 ids are UUIDs); a namespace is up to 255 printable characters. The JSON a checkpoint stores (state
 plus metadata), and the values of one batch of writes, are bounded by MEMORY_MAX_CHECKPOINT_BYTES,
-and must be storable (``conversations.storable``): a refusal names the path of the bad value.
+and must be storable (``core.storable``): a refusal names the path of the bad value.
 """
 
 import re
@@ -13,8 +13,8 @@ from django.conf import settings
 from rest_framework import serializers
 
 from conversations.api.serializers import IndexedListSerializer, check_batch_size, check_page_size, json_size
-from conversations.exceptions import LimitExceeded
-from conversations.storable import storable_json
+from core.exceptions import LimitExceeded
+from core.storable import storable_json
 
 CHECKPOINT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:=+-]{0,63}$")
 NAMESPACE_MAX = 255

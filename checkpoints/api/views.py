@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from checkpoints import selectors, services
 from checkpoints.api import serializers
 from conversations.api.views import TenantAPIView, _conversation_id, _new_conversation_id
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 
 NAMESPACE_DEFAULT_ROOT = OpenApiParameter("namespace", str, description='The graph namespace; "" (the root graph) when absent.')
 

@@ -7,7 +7,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from conversations.exceptions import MemoryServiceError
+from core.exceptions import MemoryServiceError
 
 DRF_CODES = {
     exceptions.ValidationError: "validation_error",

@@ -12,7 +12,7 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
 # Levels of objects and arrays, the body itself being the first: the storable values' own bound.
-from conversations.storable import MAX_JSON_DEPTH
+from core.storable import MAX_JSON_DEPTH
 
 
 def json_depth_exceeds(value: Any, limit: int) -> bool:

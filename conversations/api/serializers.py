@@ -11,9 +11,9 @@ from rest_framework import serializers
 
 from conversations.api.fields import DateTimeField
 from conversations.content_parts import checked_content, checked_message_metadata, with_parts
-from conversations.exceptions import LimitExceeded, Unstorable
 from conversations.models import Conversation, Role
-from conversations.storable import storable_datetime, storable_json, storable_text
+from core.exceptions import LimitExceeded, Unstorable
+from core.storable import storable_datetime, storable_json, storable_text
 
 CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]*"
 CONVERSATION_ID = re.compile(CONVERSATION_ID_PATTERN)
@@ -63,7 +63,7 @@ class TextField(serializers.CharField):
 
 
 def check_metadata(value: Any, *, field: str = "metadata") -> dict:
-    """A JSON object that can be stored (``conversations.storable``) within MEMORY_MAX_METADATA_BYTES."""
+    """A JSON object that can be stored (``core.storable``) within MEMORY_MAX_METADATA_BYTES."""
     if not isinstance(value, dict):
         raise serializers.ValidationError(f"{field} must be a JSON object.")
     value = storable_json(value, field=field)

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from conversations import content_parts, selectors, services
 from conversations.api import parsers, renderers, serializers
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from tenants import authentication
 from tenants.models import Tenant
 

@@ -3,7 +3,7 @@
 A message from the API to its row, in order:
 
 1. ``conversations.api.views`` validates the request and calls ``message_append`` (``append.py``).
-2. ``append.py``: every value passes the storable door (``conversations.storable``); the
+2. ``append.py``: every value passes the storable door (``core.storable``); the
    conversation's append lock and the seqs are taken in Redis (``seqs.py``: ``_reserve_locked``);
    each client id is looked up in Redis's ledger, then in PostgreSQL (``ledger.py`` says whether an
    id the ledger lost may still be queued: 503 ``idempotency_unknown`` rather than a duplicate).

@@ -1,6 +1,6 @@
 """Append (step 1 of the write path): ``message_append``, from the API's request to a durable answer.
 
-1. Every value passes the storable door (``conversations.storable``): what PostgreSQL, Redis or
+1. Every value passes the storable door (``core.storable``): what PostgreSQL, Redis or
    JSON would refuse later is refused now, with a 400 naming the field.
 2. Redis takes the conversation's append lock and hands out the seqs (``seqs._reserve_locked``);
    under that lock each message id is looked up in the ledger of writes not yet known to be
@@ -32,8 +32,7 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from conversations import cache, metrics, storable, tokens
-from conversations.exceptions import Conflict, ServiceUnavailable
+from conversations import cache, metrics, tokens
 from conversations.models import CacheRepair, Message
 from conversations.services import publish
 from conversations.services.ledger import ledger_is_whole
@@ -43,6 +42,9 @@ from conversations.services.persist import _persist_key, _persist_outcome, _pers
 from conversations.services.publish import PublishIndeterminate, _persist_payload, _publish_persist, _task
 from conversations.services.rebuild import cache_rebuild
 from conversations.services.seqs import _release_quietly, _reserve_locked, _reserve_seqs_in_database
+from core import storable
+from core.exceptions import Conflict, ServiceUnavailable
+from core.metrics import fallbacks
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -65,7 +67,7 @@ def message_append(
     """Append one message or a batch; durable (broker-confirmed, or committed) when it returns.
 
     Each item holds ``role``, ``content`` and optionally ``id``, ``metadata``, ``created_at``; every
-    value passes the storable door first (``conversations.storable``), so nothing acknowledged is
+    value passes the storable door first (``core.storable``), so nothing acknowledged is
     refused later. A message whose id the service already knows (acknowledged, persisted, or sent in
     an attempt whose outcome was indeterminate) comes back with the seq it was given then; see
     ``_append_through_cache`` for how that is decided.
@@ -103,7 +105,7 @@ def message_append(
         result = _append_through_cache(**append)
     except cache.CacheUnavailable as error:
         logger.warning("append_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
-        metrics.fallbacks.labels(kind="write_without_cache").inc()
+        fallbacks.labels(kind="write_without_cache").inc()
         result = _append_through_database(**append)
     created = [message for message, new in zip(result.messages, result.new, strict=True) if new]
     if created:
@@ -240,7 +242,7 @@ def _append_through_cache(
                 conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
                 cache_rebuild(tenant=tenant, conversation_id=conversation_id, allow_empty=True)
             except DatabaseError:
-                metrics.fallbacks.labels(kind="write_without_database").inc()
+                fallbacks.labels(kind="write_without_database").inc()
                 logger.warning("append_database_unavailable", tenant=tenant.slug, conversation_id=conversation_id)
         stale = [message_id for message_id in fresh if message_id not in {m["id"] for m in to_publish}]
         if stale:  # found in PostgreSQL after all: not published, not pending

@@ -12,12 +12,14 @@ import structlog
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from conversations import cache, metrics, storable
+from conversations import cache
 from conversations.models import Conversation
 from conversations.services import publish
 from conversations.services.lifecycle import _conversation_for_update, _tombstone_floors, conversation_ensure
 from conversations.services.messages import _now_microseconds
 from conversations.services.seqs import _above_database_floor
+from core import storable
+from core.metrics import fallbacks
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -86,7 +88,7 @@ def memory_save(
             ttl=tenant.setting("MEMORY_TTL_STANDARD"),
         )
     except cache.CacheUnavailable:
-        metrics.fallbacks.labels(kind="write_without_cache").inc()
+        fallbacks.labels(kind="write_without_cache").inc()
     return saved
 
 
@@ -97,7 +99,7 @@ def _memory_revision(*, tenant: Tenant, conversation_id: str, user_id: str, agen
             try:
                 conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
             except DatabaseError:
-                metrics.fallbacks.labels(kind="write_without_database").inc()
+                fallbacks.labels(kind="write_without_database").inc()
         return _above_database_floor(tenant=tenant, conversation_id=conversation_id, count=1, reservation=reservation).first_seq
     except cache.CacheUnavailable:
         return _now_microseconds()

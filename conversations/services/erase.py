@@ -17,10 +17,10 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from conversations import cache
-from conversations.exceptions import NotFound
 from conversations.models import CacheRepair, Conversation, Message, Tombstone, tombstone_keys
 from conversations.services.messages import _now_microseconds
 from conversations.services.seqs import _release_quietly, _reserve_locked
+from core.exceptions import NotFound
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

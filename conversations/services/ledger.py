@@ -18,9 +18,9 @@ from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from conversations import cache, metrics
-from conversations.exceptions import ServiceUnavailable
 from conversations.models import LedgerEpoch
 from conversations.services import publish
+from core.exceptions import ServiceUnavailable
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

@@ -10,8 +10,8 @@ import structlog
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from conversations.exceptions import Conflict, NotFound
 from conversations.models import Conversation, Tombstone, tombstone_keys
+from core.exceptions import Conflict, NotFound
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

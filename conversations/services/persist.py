@@ -20,13 +20,14 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from conversations import cache, metrics, storable
-from conversations.exceptions import Conflict
+from conversations import cache, metrics
 from conversations.models import CacheRepair, DeadLetter, Message, tombstone_keys
 from conversations.services import publish
 from conversations.services.lifecycle import _conversation_create
 from conversations.services.messages import MESSAGE_COLUMNS, _same_message, message_from_values
 from conversations.services.publish import _Relay, _Waiting
+from core import storable
+from core.exceptions import Conflict
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

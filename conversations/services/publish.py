@@ -21,7 +21,7 @@ from kombu.entity import PERSISTENT_DELIVERY_MODE
 from kombu.utils.uuid import uuid as kombu_uuid
 
 from conversations import metrics
-from conversations.exceptions import ServiceUnavailable
+from core.exceptions import ServiceUnavailable
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

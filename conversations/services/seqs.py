@@ -16,10 +16,10 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from conversations import cache
-from conversations.exceptions import ServiceUnavailable
 from conversations.models import Conversation
 from conversations.services.lifecycle import _tombstone_floors
 from conversations.services.messages import _now_microseconds
+from core.exceptions import ServiceUnavailable
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)

@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from conversations.api.serializers import check_page_size
-from conversations.exceptions import LimitExceeded
+from core.exceptions import LimitExceeded
 
 
 class JsonStringField(serializers.CharField):

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from conversations.api.serializers import PageQuerySerializer
 from conversations.api.views import ConversationPagination, TenantAPIView
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from facts import selectors, services
 from facts.api import serializers
 from facts.models import UserFact, UserFactChange

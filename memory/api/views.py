@@ -12,7 +12,7 @@ from conversations import context, selectors
 from conversations.api import views as conversation_views
 from conversations.api.serializers import ConversationSerializer
 from conversations.api.views import TenantAPIView, _conversation_id
-from conversations.exceptions import LimitExceeded, NotFound
+from core.exceptions import LimitExceeded, NotFound
 from memory import context as memory_context
 from memory import erase
 from memory.api import serializers

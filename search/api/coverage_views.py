@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.api.views import TenantAPIView
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from search import coverage
 from search.api.coverage import UserSearchStatusSerializer, coverage_answer
 

@@ -6,7 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from conversations.api.serializers import check_at_most, check_page_size
-from conversations.exceptions import LimitExceeded
+from core.exceptions import LimitExceeded
 from search.api.filters import METADATA_HELP, MetadataFilterField, MetadataQueryField, SearchFiltersSerializer
 from search.selectors import MODES, SCOPES
 

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from conversations.api.views import TenantAPIView
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from store import services
 from store.api import serializers
 

@@ -9,7 +9,7 @@ from django.test import override_settings
 
 from chat import services
 from conversations import selectors
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from tenants import services as tenant_services
 from tests.chat import fakes
 from tests.conftest import client_for

@@ -16,12 +16,12 @@ from django.test import override_settings
 from django_redis import get_redis_connection
 
 from conversations import cache, services, tasks
-from conversations.exceptions import Conflict, ServiceUnavailable, Unstorable
 from conversations.models import DeadLetter, LedgerEpoch, Message
 from conversations.services import append as appending
 from conversations.services import ledger
 from conversations.services import persist as persisting
 from conversations.services import publish as publish_stage
+from core.exceptions import Conflict, ServiceUnavailable, Unstorable
 from tests.conftest import run_queued_tasks, run_tasks, take_queued_tasks
 from tests.conversations.test_api import redis_unreachable
 

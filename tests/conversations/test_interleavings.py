@@ -35,8 +35,8 @@ import pytest
 from django.core.management import call_command
 
 from conversations import cache, selectors, services
-from conversations.exceptions import NotFound
 from conversations.services import publish as publishing
+from core.exceptions import NotFound
 from tests.conftest import _workers
 from tests.interleavings import (
     Schedule,

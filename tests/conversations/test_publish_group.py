@@ -11,9 +11,9 @@ import pytest
 from django.test import override_settings
 
 from conversations import services, tasks
-from conversations.exceptions import ServiceUnavailable
 from conversations.models import DeadLetter, Message
 from conversations.services import publish as publishing
+from core.exceptions import ServiceUnavailable
 from tests.conftest import run_tasks, take_queued_tasks, wait_for_rows
 from tests.conversations.test_faults import cache_keys
 

@@ -27,10 +27,10 @@ from django.db import OperationalError
 from django.test import override_settings
 
 from conversations import cache, services
-from conversations.exceptions import NotFound, ServiceUnavailable
 from conversations.models import Conversation, Message
 from conversations.services import publish as publishing
 from conversations.services import rebuild as rebuilding
+from core.exceptions import NotFound, ServiceUnavailable
 from tests.conftest import wait_for_rows
 from tests.faults import wait_until
 from tests.interleavings import (

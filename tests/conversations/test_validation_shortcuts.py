@@ -11,7 +11,7 @@ from django.test import override_settings
 from rest_framework.exceptions import ValidationError
 
 from conversations.api import serializers
-from conversations.exceptions import LimitExceeded, Unstorable
+from core.exceptions import LimitExceeded, Unstorable
 
 ID = str(uuid.uuid4())
 OTHER_ID = str(uuid.uuid4())

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection, transaction
 
 from conversations import tokens
-from conversations.exceptions import LimitExceeded, NotFound
+from core.exceptions import LimitExceeded, NotFound
 from facts import selectors, services
 from facts.models import UserFact, UserFactChange
 from tenants.managers import TenantScopeError

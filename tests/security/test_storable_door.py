@@ -34,9 +34,9 @@ from checkpoints import services as checkpoint_services
 from checkpoints.models import Checkpoint, CheckpointWrite
 from conversations import services
 from conversations.api.serializers import append_values
-from conversations.exceptions import LimitExceeded, Unstorable
 from conversations.models import Conversation, DeadLetter, Message
-from conversations.storable import cleaned_text, storable_text
+from core.exceptions import LimitExceeded, Unstorable
+from core.storable import cleaned_text, storable_text
 from facts import services as fact_services
 from facts.models import UserFact
 from memoryproject.celery import app as celery_app

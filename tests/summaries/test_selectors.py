@@ -8,7 +8,7 @@ import pytest
 from django.db import OperationalError
 from django.utils import timezone
 
-from conversations.exceptions import NotFound
+from core.exceptions import NotFound
 from summaries import selectors
 from summaries.models import Summary
 from tests.summaries.conftest import store

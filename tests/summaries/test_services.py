@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from conversations import services as conversation_services
-from conversations.exceptions import Conflict, NotFound
+from core.exceptions import Conflict, NotFound
 from summaries import services, summarizer
 from summaries.models import Summary
 from summaries.summarizer import RULE_BASED

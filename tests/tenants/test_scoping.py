@@ -15,8 +15,8 @@ from django_redis import get_redis_connection
 
 from conversations import selectors
 from conversations.api.views import TenantAPIView
-from conversations.exceptions import NotFound
 from conversations.models import Conversation, Message
+from core.exceptions import NotFound
 from tenants.managers import TenantScopeError
 from tests.conftest import run_tasks, take_queued_tasks
 from tests.factories import message_payload

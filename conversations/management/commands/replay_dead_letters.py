@@ -3,8 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations import services
-from conversations.exceptions import ServiceUnavailable
 from conversations.models import DeadLetter
+from core.exceptions import ServiceUnavailable
 from tenants.models import Tenant
 
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from conversations.exceptions import Unstorable
+from core.exceptions import Unstorable
 from tenants import services
 from tenants.models import Tenant
 

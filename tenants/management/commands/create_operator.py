@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError
 
-from conversations.exceptions import Unstorable
+from core.exceptions import Unstorable
 from tenants import services
 from tenants.models import Tenant
 

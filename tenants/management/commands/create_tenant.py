@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from conversations.exceptions import Unstorable
+from core.exceptions import Unstorable
 from tenants import services
 from tenants.models import Tenant
 

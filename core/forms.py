@@ -1,4 +1,4 @@
-"""Admin forms that pass the door (``conversations.storable``) before anything is saved.
+"""Admin forms that pass the door (``core.storable``) before anything is saved.
 
 What an operator types into the admin is one more way into the write path: a value that could not
 be stored (``Infinity`` or ``1e400`` in JSON, an escaped NUL or lone surrogate, JSON nested beyond
@@ -18,8 +18,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.forms.fields import InvalidJSONInput
 
-from conversations.exceptions import Unstorable
-from conversations.storable import MAX_JSON_DEPTH, storable_json, storable_text
+from core.exceptions import Unstorable
+from core.storable import MAX_JSON_DEPTH, storable_json, storable_text
 
 
 class StorableJSONField(forms.JSONField):

@@ -47,7 +47,7 @@ class ServiceUnavailable(MemoryServiceError):
 
 
 class Unstorable(MemoryServiceError):
-    """A value PostgreSQL, Redis or JSON could not store (``conversations.storable``), refused before
+    """A value PostgreSQL, Redis or JSON could not store (``core.storable``), refused before
     anything is written. ``details`` name the path of the value (``metadata.items[3]``) and the reason."""
 
     code = "validation_error"

@@ -36,7 +36,7 @@ from collections.abc import Hashable
 from datetime import UTC, datetime
 from typing import Any
 
-from conversations.exceptions import Unstorable
+from core.exceptions import Unstorable
 
 # Levels of objects and arrays, the value itself being the first. Agents' metadata and LangGraph
 # states are a handful of levels deep; this leaves them room while every serializer stays safe.
