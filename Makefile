@@ -1,14 +1,14 @@
 # make run   set up a virtualenv and run the service on the embedded default (no external services)
 # make test  set up and run the test suite against PostgreSQL, Redis and RabbitMQ on 127.0.0.1
 # make torch add the optional torch build of the embedding model (requirements-torch.txt) and its tests
-# make bench the service side by side with LangChain's chat histories and the Redis and PostgreSQL floors (bench/)
+# make bench the service side by side with LangChain's chat histories and the Redis and PostgreSQL floors (benchmarks/compare/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
 .PHONY: run test lint worker migrate bench torch
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt client/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt requirements-docs.txt client/pyproject.toml
 	@echo "Creating the virtualenv $(VENV) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar on --upgrade pip
@@ -33,9 +33,10 @@ test: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate
 
 bench: $(VENV)/.installed
-	$(PY) -m bench
+	$(PY) -m benchmarks.compare

@@ -28,7 +28,7 @@ the server or the credentials.
 import importlib
 import os
 import re
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,6 @@ import structlog
 from django.conf import settings
 from django.db import DatabaseError
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
 
 from conversations.exceptions import ServiceUnavailable
 from tenants import egress
@@ -217,30 +216,6 @@ def _tenant_server_arguments(tenant: Tenant, chosen: ChatSettings, api_key: str 
     return {"base_url": chosen.base_url, "http_client": http_client, "http_async_client": http_async_client}
 
 
-def invoke_within(model: BaseChatModel, prompt: list[BaseMessage], *, timeout: float) -> AIMessage:
-    """``model.invoke(prompt)``, or TimeoutError when no answer comes within ``timeout`` seconds.
-
-    The call runs on a daemon thread so that the wait is bounded whatever the client does; the
-    model was also given the timeout, which ends an abandoned call on its side.
-    """
-    outcome: dict[str, Any] = {}
-
-    def call() -> None:
-        try:
-            outcome["answer"] = model.invoke(prompt)
-        except BaseException as error:  # handed to the waiting thread, which raises it
-            outcome["error"] = error
-
-    caller = threading.Thread(target=call, name="chat-model", daemon=True)
-    caller.start()
-    caller.join(timeout)
-    if caller.is_alive():
-        raise TimeoutError(f"The model gave no answer within {timeout:g} seconds.")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["answer"]
-
-
 def _provider_arguments(chosen: ChatSettings, arguments: dict[str, Any]) -> dict[str, Any]:
     if chosen.provider == "ollama":  # its names for the output bound and the client's timeout
         ollama = {
@@ -260,3 +235,16 @@ def _factory(provider: str) -> Any:
     if not callable(factory):
         raise ChatModelUnavailable(f"MEMORY_CHAT_PROVIDERS[{provider!r}]={target!r} names no factory.")
     return factory
+
+
+def tenant_choice_refusal(parse: Callable[[str], Any]) -> Callable[[str], str | None]:
+    """A check for ``tenants.models.setting_check_register``: the error ``parse`` raises for a value, or None."""
+
+    def refusal(value: str) -> str | None:
+        try:
+            parse(value)
+        except ValueError as error:
+            return str(error)
+        return None
+
+    return refusal

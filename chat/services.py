@@ -54,6 +54,8 @@ from conversations import context, selectors, services, tokens
 from conversations.exceptions import LimitExceeded, MemoryServiceError
 from conversations.models import Message
 from conversations.storable import cleaned_json, cleaned_text, storable_json
+from memory import context as memory_context
+from summaries import summarizer
 from tenants import egress
 from tenants.models import Tenant
 
@@ -207,7 +209,7 @@ def _context_request(tenant: Tenant, chat: ChatInput) -> context.ContextRequest:
 def _build_prompt(turn: Turn, request: context.ContextRequest) -> None:
     """The messages for the model from the conversation's context; without history if it cannot be read."""
     try:
-        built = selectors.conversation_context(
+        built = memory_context.conversation_context(
             tenant=turn.tenant, conversation_id=turn.conversation_id, request=request, use_memory=turn.need_memory
         )
     except Exception as error:  # the call goes on without the history, and says so
@@ -294,7 +296,7 @@ def chat_complete(turn: Turn) -> dict[str, Any]:
 
 def _invoke(turn: Turn) -> AIMessage:
     try:
-        return llm.invoke_within(turn.model, turn.prompt, timeout=turn.settings.timeout)
+        return summarizer.invoke_within(turn.model, turn.prompt, timeout=turn.settings.timeout)
     except Exception as error:  # a timeout is 504, anything else the model did is 502
         raise _model_error(turn, error) from error
 

@@ -2,15 +2,13 @@
 
 With several gunicorn or Celery processes, set ``PROMETHEUS_MULTIPROC_DIR`` so the figures are
 added up across processes (``memoryproject/urls.py`` serves the aggregate). The derived-memory
-figures (``DerivedMemoryCollector``) are read from the broker and PostgreSQL when ``/metrics`` is
-scraped, not counted by any process, so they are the same whichever process answers.
+figures (``DerivedMemoryCollector``, and ``search.metrics.EmbeddingBacklogCollector``) are read from
+the broker and PostgreSQL when ``/metrics`` is scraped, not counted by any process, so they are the same whichever process answers.
 """
 
 from collections.abc import Iterator
 
 import structlog
-from django.db import DatabaseError
-from django.utils import timezone
 from prometheus_client import Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
@@ -74,9 +72,8 @@ def track_cache(*, tenant: str, data_type: str, hit: bool | None) -> None:
 
 class DerivedMemoryCollector:
     """How far the derived-memory queue (vectors, summaries) is behind, read at scrape time: the tasks
-    waiting in its queue, and per tenant the messages persisted within the backfill's day that have no
-    vector yet and the age of the oldest (0 when none). One sample per tenant, like the cache counters.
-    A broker or database that does not answer leaves its figures out of the scrape."""
+    waiting in its queue (the vectors' own backlog per tenant is ``search.metrics``'). A broker that
+    does not answer leaves its figure out of the scrape."""
 
     def collect(self) -> Iterator[Metric]:
         from conversations.selectors import _broker_status
@@ -88,34 +85,6 @@ class DerivedMemoryCollector:
             )
             depth.add_metric([], broker["derived_queue_depth"])
             yield depth
-        yield from _embedding_backlog()
-
-
-def _embedding_backlog() -> Iterator[Metric]:
-    from search.coverage import embedding_backlog
-
-    try:
-        backlog = embedding_backlog()
-    except DatabaseError as error:
-        logger.warning("metrics_embedding_backlog_unavailable", error=str(error)[:200])
-        return
-    waiting = GaugeMetricFamily(
-        "memory_embedding_backlog_messages",
-        "Messages persisted within the last day that have no vector under their tenant's model yet.",
-        labels=["tenant"],
-    )
-    lag = GaugeMetricFamily(
-        "memory_embedding_lag_seconds",
-        "Age of the oldest message persisted within the last day still waiting for its vector (0: none waits).",
-        labels=["tenant"],
-    )
-    now = timezone.now()
-    for tenant in backlog:
-        waiting.add_metric([tenant.tenant], tenant.not_embedded)
-        oldest = tenant.oldest_persisted_at
-        lag.add_metric([tenant.tenant], (now - oldest).total_seconds() if oldest else 0.0)
-    yield waiting
-    yield lag
 
 
 class _Scrape:
@@ -127,9 +96,10 @@ class _Scrape:
             yield from source.collect()
 
 
-def scrape():  # noqa: ANN201
-    """What ``/metrics`` serves: the registry's figures and the derived-memory ones read now."""
-    return _Scrape(registry(), DerivedMemoryCollector())
+def scrape(*collectors):  # noqa: ANN002, ANN201 - anything with collect()
+    """What ``/metrics`` serves: the registry's figures, the derived-memory ones read now, and those of
+    the ``collectors`` of other apps (``memoryproject.urls`` passes ``search.metrics``')."""
+    return _Scrape(registry(), DerivedMemoryCollector(), *collectors)
 
 
 def registry():  # noqa: ANN201

@@ -6,17 +6,17 @@ is warm, cold or down. On a miss, one reader per conversation rebuilds the list 
 PostgreSQL and do not wait).
 """
 
-import dataclasses
 import logging
 import secrets
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import structlog
+from celery import current_app
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.db import DatabaseError, connection
@@ -255,42 +255,32 @@ def conversation_llm_window(*, tenant: Tenant, conversation_id: str, limit: int,
     return Window(messages=[context.render_message(message, format) for message in messages], source=window.source)
 
 
+# What long-term memory adds to a context (``memory.context``): given the history (the current message
+# left out), the request and the current message's id, it answers the memory bundle, the prompt
+# rendered from it and the request whose system prompt carries it.
+MemoryAddition = Callable[..., tuple[dict[str, Any], str, context.ContextRequest]]
+
+
 def conversation_context(
     *,
     tenant: Tenant,
     conversation_id: str,
     request: context.ContextRequest,
-    checkpoint_namespace: str | None = None,
-    use_memory: bool = False,
-    top_k: int | None = None,
-    memory_filters: Any = None,
+    memory: MemoryAddition | None = None,
 ) -> dict[str, Any]:
-    """``build_agent_context``: the messages to send and what they were built from, and with
-    ``checkpoint_namespace`` the agent's latest checkpoint there (for the agent to merge into its state).
+    """``build_agent_context``: the messages to send and what they were built from.
 
     Served from the context cache while the conversation has not changed since it was built (its
-    version guards the entry); otherwise built from the window and cached. The checkpoint is read
-    fresh every time. With ``use_memory`` the system message also carries the summaries,
-    the user's facts and the older messages most relevant to the query, within a quarter of the
-    budget, and the answer carries the memory bundle and the prompt rendered from it; facts change
-    without the conversation changing, so such a context is never served from the cache.
+    version guards the entry); otherwise built from the window and cached. With ``memory`` (the
+    long-term memory of ``memory.context``: summaries, the user's facts, the older messages relevant
+    to the query) the system message carries what it adds and the answer its bundle and prompt;
+    facts change without the conversation changing, so such a context is never served from the cache.
     """
-    memory = {"top_k": top_k, "filters": memory_filters} if use_memory else None
-    answer = _context(tenant=tenant, conversation_id=conversation_id, request=request, memory=memory)
-    if checkpoint_namespace is not None:
-        from checkpoints.selectors import checkpoint_latest
-
-        try:
-            answer["checkpoint"] = checkpoint_latest(
-                tenant=tenant, conversation_id=conversation_id, namespace=checkpoint_namespace
-            )
-        except NotFound:
-            answer["checkpoint"] = None
-    return answer
+    return _context(tenant=tenant, conversation_id=conversation_id, request=request, memory=memory)
 
 
 def _context(
-    *, tenant: Tenant, conversation_id: str, request: context.ContextRequest, memory: dict[str, Any] | None = None
+    *, tenant: Tenant, conversation_id: str, request: context.ContextRequest, memory: MemoryAddition | None = None
 ) -> dict[str, Any]:
     parameters = {"conversation_id": conversation_id, **request.__dict__}
     version = None
@@ -311,15 +301,7 @@ def _context(
         current, history = history[-1], history[:-1]  # the current message, stored before asking: sent once, as the query
     bundle = rendered_prompt = None
     if memory is not None:
-        bundle, rendered_prompt, request = _with_memory(
-            tenant=tenant,
-            conversation_id=conversation_id,
-            request=request,
-            history=history,
-            top_k=memory["top_k"],
-            filters=memory["filters"],
-            current_id=current["id"] if current else None,
-        )
+        bundle, rendered_prompt, request = memory(request=request, history=history, current_id=current["id"] if current else None)
     built = context.build(history=history, request=request, older_turns=older_turns)
     answer = {
         "conversation_id": conversation_id,
@@ -363,46 +345,6 @@ def _context(
         except cache.CacheUnavailable:
             pass
     return answer | {"cached": False}
-
-
-def _with_memory(
-    *,
-    tenant: Tenant,
-    conversation_id: str,
-    request: context.ContextRequest,
-    history: list[dict[str, Any]],
-    top_k: int | None,
-    filters: Any = None,
-    current_id: str | None = None,
-) -> tuple[dict[str, Any], str, context.ContextRequest]:
-    from conversations import memory_bundle
-
-    owner = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).values("user_id", "metadata").first()
-    user_id = owner["user_id"] if owner else ""
-    location = (owner or {}).get("metadata", {}).get("location")
-    bundle = memory_bundle.memory_bundle(
-        tenant=tenant,
-        conversation_id=conversation_id,
-        user_id=user_id,
-        query=request.query,
-        history=history,
-        top_k=top_k,
-        filters=filters,
-    )
-    # The query's own message, stored before asking, is the best match of the query: never an "earlier" one.
-    bundle["context"] = [item for item in bundle["context"] if item["message_id"] != current_id]
-    # The newest turn is sent in full whatever its length (an agent's tool loop asks again before
-    # its turn ends, its question no longer the newest message): none of it is "earlier".
-    newest_question = max((index for index, message in enumerate(history) if message["role"] == "user"), default=len(history))
-    in_full = {message["id"] for message in history[-2 * max(1, request.short_term_turns) :] + history[newest_question:]}
-    block = memory_bundle.relevant_context_block(bundle, exclude=in_full, max_tokens=request.max_tokens // 4)
-    rendered = memory_bundle.render_prompt(
-        bundle, query=request.query, history=history, location=location if isinstance(location, str) else None
-    )
-    if block:
-        system_prompt = f"{request.system_prompt}\n\n{block}" if request.system_prompt else block
-        request = dataclasses.replace(request, system_prompt=system_prompt)
-    return bundle, rendered, request
 
 
 def _context_history(*, tenant: Tenant, conversation_id: str, turns_wanted: int) -> tuple[list[dict[str, Any]], int, str]:
@@ -582,11 +524,9 @@ def _flags(status: dict[str, Any], fallback_sessions: int | None) -> dict[str, A
 
 
 def _broker_status() -> dict[str, Any]:
-    from memoryproject.celery import app
-
     started = time.perf_counter()
     try:
-        with app.connection_for_write() as broker:
+        with current_app.connection_for_write() as broker:
             broker.ensure_connection(max_retries=1, timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT)
             depth, consumers = _queue_depth(broker, settings.MEMORY_QUEUE)
             try:

@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
 from conversations import cache, metrics, services
+from conversations.services.persist import persist_commits
 
 logger = structlog.get_logger(__name__)
 
@@ -156,7 +157,7 @@ class PersistTask(Task):
 def messages_persist(self: Task, payload: dict[str, Any]) -> None:
     """One acknowledged write, persisted together with those of the tasks running beside it in this
     worker (``services.PersistCommits``); its errors are its own."""
-    return persist_durably(self, services.persist_commits.persist, payload, while_waiting=_reassert)
+    return persist_durably(self, persist_commits.persist, payload, while_waiting=_reassert)
 
 
 @shared_task(bind=True, base=PersistTask, name="conversations.tasks.messages_persist_many")

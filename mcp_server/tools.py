@@ -29,11 +29,13 @@ from rest_framework.utils.encoders import JSONEncoder
 from conversations import selectors, services
 from conversations.api import errors
 from conversations.api import serializers as conversation_serializers
-from conversations.api.views import _conversation_id, _new_conversation_id, context_answer
+from conversations.api.views import _conversation_id, _new_conversation_id
 from conversations.models import Role
 from facts import selectors as fact_selectors
 from facts import services as fact_services
 from facts.api import serializers as fact_serializers
+from memory.api import serializers as memory_serializers
+from memory.api.views import context_answer
 from search import selectors as search_selectors
 from search.api import serializers as search_serializers
 from tenants.models import Tenant
@@ -143,7 +145,7 @@ def append_messages(
 
 def get_context(*, tenant: Tenant, conversation_id: Any, **options: Any) -> dict[str, Any]:
     conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
-    serializer = conversation_serializers.ContextInSerializer(data=_given(**options))
+    serializer = memory_serializers.ContextInSerializer(data=_given(**options))
     serializer.is_valid(raise_exception=True)
     return context_answer(tenant=tenant, conversation_id=conversation_id, values=serializer.validated_data)
 

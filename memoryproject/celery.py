@@ -11,6 +11,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.local")
 app = Celery("memoryproject")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# The apps reach it as ``celery.current_app`` (and their tasks as ``shared_task``), never by importing
+# this module: current in every thread, not only the one that created it.
+app.set_default()
 
 
 # The generation of this worker's broker connection: a new one each time its consumer starts, none

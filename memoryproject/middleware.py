@@ -8,7 +8,7 @@ for a 5xx, ``request_failed`` with the traceback for an unhandled exception) for
 is read only on a browser request, and a line below the logger's level (``memoryproject.requests``)
 is never built.
 
-``client_ip`` is the one answer to "who is calling" for the log, the API's throttle of failed
+``client_ip`` (``tenants.addresses``) is the one answer to "who is calling" for the log, the API's throttle of failed
 authentications and the admin's login lockout. ``X-Forwarded-For`` is believed only when the
 connection comes from a proxy in ``MEMORY_TRUSTED_PROXIES`` (CIDRs), and then read from the right:
 the client is the rightmost address that is not itself a trusted proxy. Anything a client writes into
@@ -29,13 +29,11 @@ status page, where an operator's session shows the whole deployment) and all the
 every other request (the admin, the schema and the docs).
 """
 
-import functools
 import io
-import ipaddress
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -51,6 +49,7 @@ from django.middleware import common
 from django.utils.functional import SimpleLazyObject
 
 from memoryproject import errors
+from tenants.addresses import client_ip
 
 API_PREFIX = "/api/v1/"
 
@@ -58,33 +57,6 @@ LOGGER_NAME = "memoryproject.requests"
 logger = structlog.get_logger(LOGGER_NAME)
 # Asked before a line is built: structlog's own level filter runs only after the context is merged.
 level_filter = logging.getLogger(LOGGER_NAME)
-
-
-IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-@functools.lru_cache(maxsize=8)
-def trusted_networks(cidrs: tuple[str, ...]) -> tuple[IpNetwork, ...]:
-    return tuple(ipaddress.ip_network(cidr.strip(), strict=False) for cidr in cidrs if cidr.strip())
-
-
-def _address(value: str) -> IpAddress | None:
-    value = value.strip()
-    if value.startswith("[") and "]" in value:  # "[2001:db8::1]:443"
-        value = value[1 : value.index("]")]
-    elif value.count(":") == 1:  # "192.0.2.1:443"
-        value = value.partition(":")[0]
-    try:
-        address = ipaddress.ip_address(value)
-    except ValueError:
-        return None
-    mapped = getattr(address, "ipv4_mapped", None)
-    return mapped or address
-
-
-def _trusted(address: IpAddress, networks: Sequence[IpNetwork]) -> bool:
-    return any(address.version == network.version and address in network for network in networks)
 
 
 # The one API path an operator's admin session may call: the deployment-wide status.
@@ -203,31 +175,6 @@ def as_error_document(response: HttpResponse) -> HttpResponse:
         if header in response:
             replaced[header] = response[header]
     return replaced
-
-
-def client_ip(request: HttpRequest) -> str | None:
-    """The client's address: the connection's own, or, when that is a trusted proxy, the rightmost
-    address of ``X-Forwarded-For`` that is not a trusted proxy (every hop to its right is one).
-
-    A hop that is not an address (a proxy that writes ``unknown``) stops the walk at the trusted
-    proxy that wrote it: the requests behind it share that proxy's address rather than one a client
-    could make up."""
-    remote = _address(request.META.get("REMOTE_ADDR", ""))
-    if remote is None:
-        return None
-    networks = trusted_networks(tuple(settings.MEMORY_TRUSTED_PROXIES))
-    if not networks or not _trusted(remote, networks):
-        return str(remote)
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    client = remote
-    for hop in reversed([hop for hop in forwarded.split(",") if hop.strip()]):
-        address = _address(hop)
-        if address is None:
-            break
-        client = address
-        if not _trusted(address, networks):
-            break
-    return str(client)
 
 
 def level_for_status(status_code: int) -> int:

@@ -8,7 +8,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from conversations import metrics
-from conversations.api import urls
+from conversations.api import urls as conversation_urls
+from memory.api import urls as memory_urls
+from search.metrics import EmbeddingBacklogCollector
 from tenants.authentication import metrics_token_matches
 
 
@@ -20,11 +22,12 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         return HttpResponse("Metrics are off: set MEMORY_METRICS_TOKEN and scrape with that bearer token.\n", status=404)
     if not metrics_token_matches(request.headers.get("Authorization", "")):
         return HttpResponse("Send Authorization: Bearer <MEMORY_METRICS_TOKEN>.\n", status=401)
-    return HttpResponse(generate_latest(metrics.scrape()), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(generate_latest(metrics.scrape(EmbeddingBacklogCollector())), content_type=CONTENT_TYPE_LATEST)
 
 
 urlpatterns = [
-    path("api/v1/", include("conversations.api.urls")),
+    # One namespace for the conversations' routes and the memory features' ones on the same paths.
+    path("api/v1/", include((conversation_urls.urlpatterns + memory_urls.urlpatterns, "api"))),
     path("api/v1/", include("checkpoints.api.urls")),
     path("api/v1/", include("search.api.urls")),
     path("api/v1/", include("summaries.api.urls")),
@@ -32,7 +35,7 @@ urlpatterns = [
     path("api/v1/", include("chat.api.urls")),
     path("api/v1/", include("store.api.urls")),
     path("api/v1/", include("mcp_server.api.urls")),
-    path("api/v1/", include((urls.slashed_id_urlpatterns, "api"), namespace="api-slashed-id")),
+    path("api/v1/", include((conversation_urls.slashed_id_urlpatterns, "api"), namespace="api-slashed-id")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),
     path(
         "api/docs/",

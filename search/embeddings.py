@@ -305,3 +305,15 @@ def document_text(
 # How much of the previous turn goes with a message: enough for its subject, not enough to drown the
 # message itself (the local model reads 256 word pieces).
 PREVIOUS_CHARS = 300
+
+
+def tenant_model_refusal(value: str) -> str | None:
+    """Why a tenant may not choose ``value`` for ``MEMORY_EMBEDDING_MODEL`` (None: it may): one of
+    ``MODELS``, never code to import (registered with ``tenants.models.setting_check_register``)."""
+    if value in MODELS:
+        return None
+    return (
+        f"Unknown embedding model {value!r} in MEMORY_EMBEDDING_MODEL for a tenant: choose one of {', '.join(MODELS)}, or '' for none. "
+        "A model named as code to import ('package.module:factory') is the deployment's own configuration, "
+        "never a tenant's."
+    )

@@ -290,7 +290,9 @@ def _hybrid(
     if request.neighbour_weight > 0 and scores:
         leaders = sorted(scores, key=lambda key: (-scores[key], -key))[: request.top_k * 2 + 10]
         scores = ranking.spread(scores, _neighbours(tenant=tenant, scope=scope, keys=leaders), request.neighbour_weight)
-    return ranking.best(scores, top_k=request.top_k, similarity=dict(vector), keyword=dict(keyword)), len(keys)
+    # Considered: every message with a vector, and the keyword hits not embedded yet.
+    considered = len(keys) + len({key for key, _ in keyword}.difference(keys.tolist()))
+    return ranking.best(scores, top_k=request.top_k, similarity=dict(vector), keyword=dict(keyword)), considered
 
 
 def _neighbours(*, tenant: Tenant, scope: _Scope, keys: list[int]) -> dict[int, tuple[int, ...]]:

@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class SummariesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "summaries"
+
+    def ready(self) -> None:
+        from conversations.services import messages_cleared
+        from summaries import services, summarizer
+        from tenants.models import setting_check_register
+
+        messages_cleared.connect(services.conversation_summaries_erase, dispatch_uid="conversation_summaries_erase")
+        setting_check_register("MEMORY_SUMMARY_MODEL", summarizer.tenant_model_refusal)

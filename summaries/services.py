@@ -184,3 +184,9 @@ def _store(
         tokens=summary.token_count,
     )
     return Stored(summary=summary, created=True)
+
+
+def conversation_summaries_erase(*, tenant: Tenant, conversation_id: str, **_: Any) -> int:
+    """Summaries quote the messages: a conversation's cleared messages take them along (the receiver
+    of ``conversations.services.messages_cleared``, inside the erase's transaction). Returns how many."""
+    return Summary.objects.for_tenant(tenant).filter(conversation__conversation_id=conversation_id).delete()[0]

@@ -33,19 +33,20 @@ No database access: the services read the messages and store the answer.
 
 import importlib
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from chat.llm import invoke_within
 from conversations import tokens
 from conversations.storable import cleaned_text
 from memory_client.messages import tool_calls_of
 from summaries.extractive import extractive_summary
+from tenants.models import MODEL_NAME
 
 logger = structlog.get_logger(__name__)
 
@@ -278,3 +279,42 @@ def _cut(text: str, budget: int, *, mark: str = "…") -> str:
 def rule_based_summary(messages: Sequence[dict[str, Any]]) -> str:
     """The sentences that carry information, by speaker, within ``RULE_BASED_MAX_TOKENS`` (``summaries.extractive``)."""
     return extractive_summary(messages, max_tokens=RULE_BASED_MAX_TOKENS)
+
+
+def invoke_within(model: BaseChatModel, prompt: list[BaseMessage], *, timeout: float) -> AIMessage:
+    """``model.invoke(prompt)``, or TimeoutError when no answer comes within ``timeout`` seconds.
+
+    The call runs on a daemon thread so that the wait is bounded whatever the client does; the
+    model was also given the timeout, which ends an abandoned call on its side. The summarizer's, and
+    the chat endpoint's (``chat.services``), which sits above summaries.
+    """
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["answer"] = model.invoke(prompt)
+        except BaseException as error:  # handed to the waiting thread, which raises it
+            outcome["error"] = error
+
+    caller = threading.Thread(target=call, name="model-call", daemon=True)
+    caller.start()
+    caller.join(timeout)
+    if caller.is_alive():
+        raise TimeoutError(f"The model gave no answer within {timeout:g} seconds.")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["answer"]
+
+
+def tenant_model_refusal(value: str) -> str | None:
+    """Why a tenant may not choose ``value`` for ``MEMORY_SUMMARY_MODEL`` (None: it may): 'provider:model'
+    with a provider of ``PROVIDERS``, never code to import (registered with
+    ``tenants.models.setting_check_register``)."""
+    provider, _, model = value.partition(":")
+    if provider in PROVIDERS and MODEL_NAME.match(model):
+        return None
+    return (
+        f"MEMORY_SUMMARY_MODEL={value!r}: a tenant chooses 'provider:model' with a provider of "
+        f"{', '.join(PROVIDERS)}, or '' for the rule-based summary. A model named as code to import "
+        "('package.module:factory') is the deployment's own configuration, never a tenant's."
+    )

@@ -2,7 +2,7 @@
 cannot turn against an administrator.
 
 Failures are counted over the last ``AXES_COOLOFF_TIME`` per client address as
-``memoryproject.middleware.client_ip`` resolves it (``X-Forwarded-For`` only from
+``tenants.addresses.client_ip`` resolves it (``X-Forwarded-For`` only from
 ``MEMORY_TRUSTED_PROXIES``), so a client cannot pick the address it is counted under:
 
 - one username from one address: ``AXES_FAILURE_LIMIT`` failures lock that pair (a correct login

@@ -5,6 +5,7 @@ tenant of a request comes from its API key and nothing else.
 """
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -146,47 +147,37 @@ def validate_setting_overrides(overrides: Any) -> None:
             raise ValidationError(f"{name} is a share: between 0 and 1, like its default ({default}).")
 
 
+# What a tenant may choose for a setting that names what the deployment offers (an embedding model, a
+# summary or chat model, a base URL) is decided by the app that reads the setting: it registers a check
+# in its ``AppConfig.ready`` (``setting_check_register``), answering why a value is refused (None: it
+# is taken). Nothing is imported to decide: the value is compared with the names the deployment offers.
+SETTING_CHECKS: dict[str, Callable[[str], str | None]] = {}
+
+
+def setting_check_register(name: str, check: Callable[[str], str | None]) -> None:
+    SETTING_CHECKS[name] = check
+
+
 def tenant_choice_refusal(name: str, value: Any) -> str | None:
-    """Why a tenant may not choose ``value`` for a setting of ``CODE_NAMING_SETTINGS`` (None: it may).
-    Nothing is imported to decide: the value is compared with the names the deployment offers."""
+    """Why a tenant may not choose ``value`` for ``name`` (None: it may), as the check its app
+    registered says. A setting of ``CODE_NAMING_SETTINGS`` no installed app checks takes no value."""
     if not isinstance(value, str):
         return f"{name} must be a string."
     if not value:
         return None
-    if name == "MEMORY_EMBEDDING_MODEL":
-        from search.embeddings import MODELS
-
-        if value in MODELS:
-            return None
+    check = SETTING_CHECKS.get(name)
+    if check is None:
         return (
-            f"Unknown embedding model {value!r} in MEMORY_EMBEDDING_MODEL for a tenant: choose one of {', '.join(MODELS)}, or '' for none. "
-            "A model named as code to import ('package.module:factory') is the deployment's own configuration, "
-            "never a tenant's."
+            f"{name}={value!r}: no installed app offers a choice for it; leave it ''." if name in CODE_NAMING_SETTINGS else None
         )
-    from summaries.summarizer import PROVIDERS
-
-    provider, _, model = value.partition(":")
-    if provider in PROVIDERS and MODEL_NAME.match(model):
-        return None
-    return (
-        f"MEMORY_SUMMARY_MODEL={value!r}: a tenant chooses 'provider:model' with a provider of "
-        f"{', '.join(PROVIDERS)}, or '' for the rule-based summary. A model named as code to import "
-        "('package.module:factory') is the deployment's own configuration, never a tenant's."
-    )
+    return check(value)
 
 
 def _validate_string_setting(name: str, value: str) -> None:
-    if name in CODE_NAMING_SETTINGS:
+    if name in CODE_NAMING_SETTINGS or name in SETTING_CHECKS:
         refusal = tenant_choice_refusal(name, value)
         if refusal:
             raise ValidationError(refusal)
-    if name in ("MEMORY_CHAT_MODEL", "MEMORY_CHAT_BASE_URL") and value:
-        from chat import llm
-
-        try:
-            llm.parse_spec(value) if name == "MEMORY_CHAT_MODEL" else llm.validate_base_url(value)
-        except ValueError as error:
-            raise ValidationError(str(error)) from error
     if name == "MEMORY_SEARCH_MODE" and value not in ("hybrid", "semantic", "keyword"):
         raise ValidationError(f"MEMORY_SEARCH_MODE must be hybrid, semantic or keyword, not {value!r}.")
 

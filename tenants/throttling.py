@@ -19,7 +19,7 @@ back where it was guessed; a key that fails to authenticate is taken back too.
 
 Requests without a tenant (the API root, the schema and the docs) are not counted here. Requests
 that fail to authenticate (no key where one is needed, a wrong, unknown, revoked or expired key) are
-counted per client address instead (``memoryproject.middleware.client_ip``): at most
+counted per client address instead (``tenants.addresses.client_ip``): at most
 ``MEMORY_AUTH_FAILURE_LIMIT`` in each window of ``MEMORY_AUTH_FAILURE_WINDOW`` seconds, under
 ``throttle:address:<address>:<W>:<n>``. Over it, such a request is a 429 with ``Retry-After`` and the
 error ``throttled`` instead of a 401, and a key whose record is not cached is refused before
@@ -42,6 +42,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from conversations import cache, metrics
+from tenants.addresses import client_ip
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -168,8 +169,6 @@ def _address_window(request: Any) -> tuple[str, int, int] | None:
         return None
     # Imported here: the middleware imports DRF's views, whose import loads the authentication, which
     # imports this module; at the top, whichever of them is imported first would fail.
-    from memoryproject.middleware import client_ip
-
     address = client_ip(request) or "unknown"
     length = max(1, settings.MEMORY_AUTH_FAILURE_WINDOW)
     number = int(TenantRateThrottle.timer() // length)

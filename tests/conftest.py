@@ -19,6 +19,7 @@ from django_redis import get_redis_connection
 from rest_framework.test import APIClient
 
 from conversations import services
+from conversations.services import rebuild as rebuilding
 from memoryproject.celery import app as celery_app
 from tenants import services as tenant_services
 from tests.factories import TenantFactory
@@ -82,14 +83,14 @@ class InstallsInline(services.BackgroundInstalls):
 
 @pytest.fixture(autouse=True)
 def installs_inline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(services, "background_installs", InstallsInline(limit=1))
+    monkeypatch.setattr(rebuilding, "background_installs", InstallsInline(limit=1))
 
 
 @pytest.fixture
 def background_installs(monkeypatch: pytest.MonkeyPatch) -> Iterator[services.BackgroundInstalls]:
     """The install thread as the service runs it; every install has run when the test ends."""
     installs = services.BackgroundInstalls(limit=64)
-    monkeypatch.setattr(services, "background_installs", installs)
+    monkeypatch.setattr(rebuilding, "background_installs", installs)
     yield installs
     installs.wait(timeout=10)
 

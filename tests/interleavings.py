@@ -3,7 +3,7 @@
 Every actor (a rebuild, an appender, a worker, an eraser) runs in its own thread and waits at each
 of its steps until an explicit order gives it the turn, so an interleaving runs exactly as written,
 never left to timing. Tests mark the steps by wrapping functions of ``conversations.cache`` or
-``conversations.services`` with ``Steps.at``.
+``conversations.services`` (in the module of the stage that calls them) with ``Steps.at``.
 
 An actor that has to wait for a lock another actor holds (the append lock) cannot take its turn:
 it hands it on with ``Steps.defer`` to the next step of another actor and waits for its own again,
@@ -21,6 +21,7 @@ from django.db import connections
 
 from conversations import cache, selectors, services
 from conversations.models import Message
+from conversations.services import publish as publishing
 
 STEP_TIMEOUT = 20  # seconds an actor may wait for its turn before the schedule is declared stuck
 
@@ -170,14 +171,14 @@ def capture_published(monkeypatch: Any) -> list[dict[str, Any]]:
     """From now on, keep the payload of every persist task the broker confirms, as a worker would
     receive it (JSON round trip included)."""
     payloads: list[dict[str, Any]] = []
-    original = services.publish
+    original = publishing.publish
 
     def publish(task: Any, payload: dict[str, Any]) -> None:
         original(task, payload)
         if task.name == "conversations.tasks.messages_persist":
             payloads.append(json.loads(json.dumps(payload)))
 
-    monkeypatch.setattr(services, "publish", publish)
+    monkeypatch.setattr(publishing, "publish", publish)
     return payloads
 
 

@@ -27,8 +27,32 @@ BODY_ERRORS = {
 }
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
+# The tag of an operation: the resource its path names last (``/conversations/{id}/messages/`` is
+# messages, ``/users/{id}/search/status/`` search); the SPECTACULAR_SETTINGS TAGS describe each.
+TAG_OF_SEGMENT = {"window": "context", "memory": "context"}
+
+
+def path_tag(path: str) -> str:
+    """The tag of an API path: its first named segment after the conversation or user it belongs to."""
+    segments = [segment for segment in path.split("/") if segment and not segment.startswith("{")]
+    owned = segments[2] in ("conversations", "users") and len(segments) > 3  # past "api", "v1" and the owner
+    resource = segments[3] if owned else segments[2]
+    return TAG_OF_SEGMENT.get(resource, resource)
+
 
 class AutoSchema(openapi.AutoSchema):
+    def get_tags(self) -> list[str]:
+        return [path_tag(self.path)]
+
+    def get_description(self) -> str:
+        """The operation's own description: never a docstring the view inherits (every operation would
+        otherwise be described as TenantAPIView, "Base of every tenant API view")."""
+        description = super().get_description()
+        if "__doc__" not in vars(type(self.view)) or type(self.view).__doc__ is None:
+            method_doc = getattr(self.view, self.method.lower(), None).__doc__ or ""
+            return description if method_doc.strip() else ""
+        return description
+
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         bodies = super()._get_response_bodies(direction)
         errors = COMMON_ERRORS | (BODY_ERRORS if self.method in BODY_METHODS else {})

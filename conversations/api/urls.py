@@ -7,17 +7,14 @@ app_name = "api"
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="root"),
     path("conversations/", views.ConversationListView.as_view(), name="conversation-list"),
-    path("conversations/<str:conversation_id>/", views.ConversationDetailView.as_view(), name="conversation-detail"),
     path("conversations/<str:conversation_id>/memory/", views.MemoryView.as_view(), name="conversation-memory"),
     path("conversations/<str:conversation_id>/messages/", views.MessageListView.as_view(), name="message-list"),
     path("conversations/<str:conversation_id>/window/", views.LlmWindowView.as_view(), name="conversation-window"),
-    path("conversations/<str:conversation_id>/context/", views.ContextView.as_view(), name="conversation-context"),
     path(
         "conversations/<str:conversation_id>/messages/<str:message_id>/",
         views.MessageDetailView.as_view(),
         name="message-detail",
     ),
-    path("users/<str:user_id>/", views.UserView.as_view(), name="user-detail"),
     path("status/", views.StatusView.as_view(), name="status"),
 ]
 

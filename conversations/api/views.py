@@ -17,11 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations import content_parts, context, selectors, services
+from conversations import content_parts, selectors, services
 from conversations.api import parsers, renderers, serializers
-from conversations.exceptions import LimitExceeded, NotFound
-from search import coverage as search_coverage
-from search.api import coverage as search_coverage_api
+from conversations.exceptions import NotFound
 from tenants import authentication
 from tenants.models import Tenant
 
@@ -156,14 +154,13 @@ class ConversationListView(TenantAPIView):
 
 
 class ConversationDetailView(TenantAPIView):
-    @extend_schema(responses=search_coverage_api.ConversationDetailSerializer)
+    """A conversation: read, changed, erased. The route serves ``memory.api.views.ConversationDetailView``,
+    whose answer adds the conversation's search coverage."""
+
+    @extend_schema(responses=serializers.ConversationSerializer)
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation = selectors.conversation_get(tenant=self.tenant, conversation_id=_conversation_id(conversation_id))
-        found = search_coverage.conversation_coverage(tenant=self.tenant, conversation=conversation)
-        return Response(
-            serializers.ConversationSerializer(conversation).data
-            | {"search_coverage": search_coverage_api.coverage_answer(found)}
-        )
+        return Response(serializers.ConversationSerializer(conversation).data)
 
     @extend_schema(request=serializers.ConversationUpdateSerializer, responses=serializers.ConversationSerializer)
     def patch(self, request: Request, conversation_id: str) -> Response:
@@ -179,31 +176,6 @@ class ConversationDetailView(TenantAPIView):
         result = services.conversation_erase(tenant=self.tenant, conversation_id=_conversation_id(conversation_id))
         return Response(
             {"conversation_id": conversation_id, "messages_erased": result.messages, "cache_keys_erased": result.cache_keys}
-        )
-
-
-class UserView(TenantAPIView):
-    @extend_schema(
-        responses={200: serializers.UserEraseOutSerializer},
-        description="Erase one user everywhere: their conversations, messages, vectors, summaries, checkpoints, "
-        "facts, dead letters and cache keys, and writes of theirs still queued. Answers what was erased.",
-    )
-    def delete(self, request: Request, user_id: str) -> Response:
-        if not user_id.strip() or len(user_id) > settings.MEMORY_MAX_ID_LENGTH:
-            raise NotFound(f"User {user_id} does not exist.")
-        result = services.user_erase(tenant=self.tenant, user_id=user_id)
-        return Response(
-            {
-                "user_id": user_id,
-                "conversations_erased": result.conversations,
-                "messages_erased": result.messages,
-                "embeddings_erased": result.embeddings,
-                "summaries_erased": result.summaries,
-                "checkpoints_erased": result.checkpoints,
-                "facts_erased": result.facts,
-                "dead_letters_erased": result.dead_letters,
-                "cache_keys_erased": result.cache_keys,
-            }
         )
 
 
@@ -335,51 +307,6 @@ class LlmWindowView(TenantAPIView):
                 "source": window.source,
             }
         )
-
-
-class ContextView(TenantAPIView):
-    @extend_schema(
-        request=serializers.ContextInSerializer,
-        responses=serializers.ContextOutSerializer,
-        description="build_agent_context: the messages to send to the LLM within a token budget (system "
-        "prompt with the summary of older turns, recent turns in full, the query), with the figures behind them.",
-    )
-    def post(self, request: Request, conversation_id: str) -> Response:
-        serializer = serializers.ContextInSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return Response(
-            context_answer(
-                tenant=self.tenant, conversation_id=_conversation_id(conversation_id), values=serializer.validated_data
-            )
-        )
-
-
-def context_answer(*, tenant: Tenant, conversation_id: str, values: dict[str, Any]) -> dict[str, Any]:
-    """The context endpoint's answer to ``values`` (``ContextInSerializer``'s), the tenant's settings as
-    defaults; a budget the system prompt and query alone exceed is ``limit_exceeded``."""
-    request = context.ContextRequest(
-        query=values.get("query"),
-        system_prompt=values.get("system_prompt") or None,
-        max_tokens=values.get("max_tokens") or tenant.setting("MEMORY_MAX_TOKENS"),
-        short_term_turns=values.get("short_term_turns", tenant.setting("MEMORY_SHORT_TERM_TURNS")),
-        long_term_turns=values.get("long_term_turns", tenant.setting("MEMORY_LONG_TERM_TURNS")),
-        compression_threshold=values.get("compression_threshold") or tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
-        format=values["format"],
-    )
-    try:
-        return selectors.conversation_context(
-            tenant=tenant,
-            conversation_id=conversation_id,
-            request=request,
-            checkpoint_namespace=values.get("checkpoint_namespace"),
-            use_memory=values["use_memory"],
-            top_k=values.get("top_k"),
-            memory_filters=values.get("memory_filters", {}).get("filters"),
-        )
-    except context.BudgetTooSmall as error:
-        raise LimitExceeded(
-            str(error), details={"field": "max_tokens", "size": error.needed, "limit": error.max_tokens}
-        ) from error
 
 
 class MessageDetailView(TenantAPIView):

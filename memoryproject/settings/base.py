@@ -15,7 +15,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
 
+# Django's debug pages and settings checks: never on in production.
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
+# Host names the service answers (comma-separated); a request for any other host is a 400.
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 
 INSTALLED_APPS = [
@@ -41,11 +43,15 @@ INSTALLED_APPS = [
     "chat",
     "mcp_server",
     "store",
+    # The project's own deployment checks (memoryproject/checks.py).
+    "memoryproject",
 ]
 
 # Sessions, the logged-in user and flash messages serve the admin: the API (an API key, no cookie)
 # skips them (memoryproject/middleware.py). CSRF and the security headers stay on every request.
 MIDDLEWARE = [
+    # First: /healthz and /readyz answer a probe on any Host, over plain HTTP, unlogged (memoryproject/health.py).
+    "memoryproject.health.HealthProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memoryproject.middleware.SessionMiddleware",
@@ -95,7 +101,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+# Where `manage.py collectstatic` puts the files the web processes serve (production requires it run).
+STATIC_ROOT = Path(env.str("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 # gunicorn serves the collected static files itself (the admin and the API docs), compressed and
 # with far-future caching for the hashed names.
@@ -109,7 +116,7 @@ STORAGES = {
 ADMIN_PATH = env.str("DJANGO_ADMIN_PATH", default="admin/").strip("/") + "/"
 # CIDRs of the reverse proxies in front of the web processes (e.g. "10.0.0.0/8,127.0.0.1/32"):
 # X-Forwarded-For is believed only on a connection from one of them, and read from the right
-# (memoryproject.middleware.client_ip). Empty: every client is the connection's own address.
+# (tenants.addresses.client_ip). Empty: every client is the connection's own address.
 MEMORY_TRUSTED_PROXIES = env.list("MEMORY_TRUSTED_PROXIES", default=[])
 for _cidr in MEMORY_TRUSTED_PROXIES:
     try:
@@ -127,10 +134,14 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_HANDLER = "tenants.lockout.LoginLockoutHandler"
-AXES_CLIENT_IP_CALLABLE = "memoryproject.middleware.client_ip"
+AXES_CLIENT_IP_CALLABLE = "tenants.addresses.client_ip"
+# Admin login failures of one username from one address that lock that pair.
 AXES_FAILURE_LIMIT = env.int("DJANGO_LOGIN_FAILURE_LIMIT", default=5)
+# Admin login failures from one address, whatever the usernames, that lock the address.
 MEMORY_LOGIN_ADDRESS_FAILURE_LIMIT = env.int("MEMORY_LOGIN_ADDRESS_FAILURE_LIMIT", default=20)
+# Admin login failures of one username from all addresses after which each address gets one try at it.
 MEMORY_LOGIN_USER_FAILURE_LIMIT = env.int("MEMORY_LOGIN_USER_FAILURE_LIMIT", default=30)
+# Hours a login failure counts (and a lockout lasts).
 AXES_COOLOFF_TIME = env.float("DJANGO_LOGIN_LOCKOUT_HOURS", default=0.25)
 # What a successful login resets: the failures of that username from that address.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -139,6 +150,7 @@ AXES_LOCKOUT_TEMPLATE = "admin/lockout.html"
 AXES_VERBOSE = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Request bounds ------------------------------------------------------------------------------
 # Request bodies: the API's own limits (MEMORY_MAX_*) answer first with a precise message;
 # this is the outer bound Django enforces before parsing.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", default=8 * 1024 * 1024)
@@ -147,13 +159,16 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", defa
 MEMORY_MAX_URL_LENGTH = env.int("MEMORY_MAX_URL_LENGTH", default=8_000)
 
 
+# --- Connections to PostgreSQL and Redis (their URLs come from the environment modules) ----------
 def database_settings(url: str) -> dict:
     """One PostgreSQL connection setting from a URL, with pooled-friendly timeouts."""
     database = env.db_url_config(url)
+    # Seconds a process keeps its PostgreSQL connection open for the next request or task (0: one per request).
     database["CONN_MAX_AGE"] = env.int("DJANGO_CONN_MAX_AGE", default=60)
     database["CONN_HEALTH_CHECKS"] = True
     database.setdefault("OPTIONS", {})
-    # Fail fast when PostgreSQL is unreachable: writes are still accepted (degraded, not down).
+    # Seconds to connect to PostgreSQL: fail fast when it is unreachable, as writes are still accepted
+    # (degraded, not down).
     database["OPTIONS"].setdefault("connect_timeout", env.int("MEMORY_DB_CONNECT_TIMEOUT", default=2))
     # Short indexed queries only: JIT compilation costs more than it saves (a misestimated admin
     # search spent 245 ms of 595 ms compiling).
@@ -175,7 +190,9 @@ def cache_settings(url: str) -> dict:
             "OPTIONS": {
                 "CLIENT_CLASS": "django_redis.client.DefaultClient",
                 "SERIALIZER": "django_redis.serializers.json.JSONSerializer",
+                # Seconds to connect to Redis before the degraded paths take over.
                 "SOCKET_CONNECT_TIMEOUT": env.float("MEMORY_REDIS_CONNECT_TIMEOUT", default=0.5),
+                # Seconds a Redis command may take before the degraded paths take over.
                 "SOCKET_TIMEOUT": env.float("MEMORY_REDIS_SOCKET_TIMEOUT", default=0.5),
                 "CONNECTION_POOL_KWARGS": {"health_check_interval": 30, "max_connections": 200},
             },
@@ -193,6 +210,7 @@ CELERY_TIMEZONE = "UTC"
 # Write path promises (a 201 means durable; degraded, not down): confirmed, persistent publishes on durable queues;
 # a task is acknowledged only after it ran, and redelivered if its worker dies.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True, "confirm_timeout": 5.0}
+# Seconds to connect to the broker before an append answers 503 broker_unavailable.
 CELERY_BROKER_CONNECTION_TIMEOUT = env.float("MEMORY_BROKER_CONNECT_TIMEOUT", default=2.0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_POOL_LIMIT = 20
@@ -217,6 +235,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.5,
 }
+# The persist queue: acknowledged writes on their way to PostgreSQL (a durable RabbitMQ queue).
 MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="memory")
 # Derived memory (embeddings, summaries) is slow CPU or LLM work: its own queue, so it never delays
 # the persistence of acknowledged writes; a deployment may give it workers of its own.
@@ -260,87 +279,151 @@ REST_FRAMEWORK = {
 API_KEY_CUSTOM_HEADER = None
 SPECTACULAR_SETTINGS = {
     "TITLE": "Conversation memory service",
-    "DESCRIPTION": "Memory for LLM agents: conversations, messages and the memory document, per tenant.",
+    "DESCRIPTION": "Memory for LLM agents, per tenant (the API key's): conversations and their messages (appended "
+    "durably, idempotent with your own ids), the context to send a model within a token budget and the memory "
+    "document, LangGraph checkpoints, search over a conversation's or a user's past, summaries, facts about a user, "
+    "a chat endpoint running the agent loop with memory, a LangGraph store, and erasing a user everywhere. The MCP "
+    "endpoint (POST /api/v1/mcp/, JSON-RPC) offers the same memory as tools and is not described here.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # One tag per resource, in this order (conversations.api.schema.path_tag gives each operation its tag).
+    "TAGS": [
+        {"name": "conversations", "description": "Create, list, read, update and erase conversations."},
+        {"name": "messages", "description": "Append messages (idempotent with your own ids), read the window, clear."},
+        {
+            "name": "context",
+            "description": "What to send the model: the context within a token budget, the LLM window, the memory document.",
+        },
+        {"name": "checkpoints", "description": "LangGraph checkpoints and their pending writes, per namespace."},
+        {"name": "search", "description": "Hybrid (BM25 and vector) search over a conversation or a user's past."},
+        {"name": "summaries", "description": "Summaries of a conversation, made every few turns or on request."},
+        {"name": "facts", "description": "Facts about a user (key and value), with their change history."},
+        {"name": "chat", "description": "The agent loop in one request: store, build context, ask the model, store."},
+        {"name": "store", "description": "A LangGraph BaseStore: items by namespace and key, search, namespaces."},
+        {"name": "users", "description": "Erase one user everywhere."},
+        {"name": "status", "description": "Whether the backends answer, and the tenant's own figures."},
+    ],
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI served from the sidecar package: the docs work without reaching a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
-# --- Memory knobs; a tenant may override any of them -------------------------------------------
+# --- Memory knobs (a tenant may override those MEMORY_TENANT_OVERRIDABLE lists) -------------------
+# Seconds a conversation's memory document lives in Redis after its last write or rebuild.
 MEMORY_TTL_STANDARD = env.int("MEMORY_TTL_STANDARD", default=3600)
+# Seconds a conversation's cached messages live in Redis after their last write or rebuild.
 MEMORY_TTL_EXTENDED = env.int("MEMORY_TTL_EXTENDED", default=86400)
+# Seconds a built context (the context endpoint's answer) is cached for the same request.
 MEMORY_CONTEXT_TTL = env.int("MEMORY_CONTEXT_TTL", default=300)
+# Messages a window read answers when the request gives no limit.
 MEMORY_HISTORY_LIMIT = env.int("MEMORY_HISTORY_LIMIT", default=50)
+# Newest turns the context endpoint always sends in full.
 MEMORY_SHORT_TERM_TURNS = env.int("MEMORY_SHORT_TERM_TURNS", default=10)
+# Older turns the context endpoint sends in full while they fit, or else summarises.
 MEMORY_LONG_TERM_TURNS = env.int("MEMORY_LONG_TERM_TURNS", default=50)
+# The context endpoint's token budget when the request gives none.
 MEMORY_MAX_TOKENS = env.int("MEMORY_MAX_TOKENS", default=4000)
+# Share of the budget above which the context endpoint summarises older turns.
 MEMORY_COMPRESSION_THRESHOLD = env.float("MEMORY_COMPRESSION_THRESHOLD", default=0.8)
+# A summary is written every this many message pairs (a user message and its answers).
 MEMORY_SUMMARY_EVERY = env.int("MEMORY_SUMMARY_EVERY", default=10)
+# Messages a summary covers: the last ones up to the pair it is written for.
 MEMORY_SUMMARY_WINDOW = env.int("MEMORY_SUMMARY_WINDOW", default=12)
+# Search hits answered when the request gives no top_k.
 MEMORY_TOP_K = env.int("MEMORY_TOP_K", default=8)
+# Semantic search: the least cosine similarity of a hit (hybrid search ranks without it).
 MEMORY_SIMILARITY_THRESHOLD = env.float("MEMORY_SIMILARITY_THRESHOLD", default=0.45)
+# Semantic search: the newest vectors of the scope compared with the query.
 MEMORY_VECTOR_FETCH_LIMIT = env.int("MEMORY_VECTOR_FETCH_LIMIT", default=200)
+# Search scope auto: a conversation with fewer messages than this is searched with the user's others.
 MEMORY_CROSS_SESSION_TRIGGER = env.int("MEMORY_CROSS_SESSION_TRIGGER", default=50)
+# Checkpoints kept per conversation and namespace (the newest; at least 1).
 MEMORY_MAX_CHECKPOINTS = env.int("MEMORY_MAX_CHECKPOINTS", default=20)
-# Long-term memory: vectors, search, summaries. The embedding model names an entry of
-# search.embeddings.MODELS ("" turns embeddings off); "hybrid" search fuses keyword (BM25) and vector
-# rankings over the whole scope, "semantic" is the first design's cosine search, "keyword" BM25 alone.
+
+# --- Long-term memory: vectors, search, summaries -------------------------------------------------
+# The embedding model: an entry of search.embeddings.MODELS ("" turns embeddings off).
 MEMORY_EMBEDDING_MODEL = env.str("MEMORY_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
+# Messages embedded in one call of the model by the derived-memory worker.
 MEMORY_EMBEDDING_BATCH = env.int("MEMORY_EMBEDDING_BATCH", default=64)
 # Threads one process gives the local embedding model (0: the library's default, every core). A
 # query is a few tokens: split over threads it waits on them, and a busy server has other requests
 # for the other cores (one thread: 9 ms a query on this machine's 2 loaded cores, two: 33 ms).
 # Workers embedding many messages scale with processes (--concurrency) instead.
 MEMORY_EMBEDDING_THREADS = env.int("MEMORY_EMBEDDING_THREADS", default=1)
+# The default search mode: "hybrid" fuses keyword (BM25) and vector rankings over the whole scope,
+# "semantic" is the first design's cosine search, "keyword" BM25 alone.
 MEMORY_SEARCH_MODE = env.str("MEMORY_SEARCH_MODE", default="hybrid")
+# Messages (or store items) one search considers at most: the newest of the scope.
 MEMORY_SEARCH_CANDIDATE_LIMIT = env.int("MEMORY_SEARCH_CANDIDATE_LIMIT", default=20_000)
-# Hybrid search: the cosine's share of the fused score (BM25 has the rest), and the share of a turn's
-# score that the turns just before and after it receive (search.ranking).
+# Hybrid search: the cosine's share of the fused score (BM25 has the rest; search.ranking).
 MEMORY_SEARCH_VECTOR_WEIGHT = env.float("MEMORY_SEARCH_VECTOR_WEIGHT", default=0.6)
+# Hybrid search: the share of a turn's score the turns just before and after it receive (0: none).
 MEMORY_SEARCH_NEIGHBOUR_WEIGHT = env.float("MEMORY_SEARCH_NEIGHBOUR_WEIGHT", default=0.0)
 # Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
 MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
 # The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory"
 # (the code-naming form, here and in MEMORY_EMBEDDING_MODEL, is the deployment's alone: never a tenant override).
 MEMORY_SUMMARY_MODEL = env.str("MEMORY_SUMMARY_MODEL", default="")
+# Seconds a summary may wait on its chat model before the rule-based summary stands in.
 MEMORY_SUMMARY_TIMEOUT = env.float("MEMORY_SUMMARY_TIMEOUT", default=20.0)
 # Days a conversation may stay idle before the retention sweeper erases it (0 = kept until erased).
 MEMORY_RETENTION_DAYS = env.int("MEMORY_RETENTION_DAYS", default=0)
 # The messages get_window_for_llm hands the model.
 MEMORY_MAX_TURNS_PROMPT = env.int("MEMORY_MAX_TURNS_PROMPT", default=20)
 
-# Bounds on input and on the cache.
+# --- Bounds on input and on the cache -------------------------------------------------------------
+# One message's content, in characters.
 MEMORY_MAX_CONTENT_CHARS = env.int("MEMORY_MAX_CONTENT_CHARS", default=100_000)
+# One message's metadata object, as JSON (its artifact apart).
 MEMORY_MAX_METADATA_BYTES = env.int("MEMORY_MAX_METADATA_BYTES", default=16_384)
 # A tool result's structured output (metadata.artifact), bounded apart from the rest of the metadata.
 MEMORY_MAX_ARTIFACT_BYTES = env.int("MEMORY_MAX_ARTIFACT_BYTES", default=262_144)
+# The memory document of a conversation, as JSON.
 MEMORY_MAX_MEMORY_BYTES = env.int("MEMORY_MAX_MEMORY_BYTES", default=1_048_576)
+# One checkpoint's state and metadata, or one batch of its writes, as JSON.
 MEMORY_MAX_CHECKPOINT_BYTES = env.int("MEMORY_MAX_CHECKPOINT_BYTES", default=1_048_576)
-MEMORY_MAX_STORE_VALUE_BYTES = env.int("MEMORY_MAX_STORE_VALUE_BYTES", default=262_144)  # one LangGraph store item, as JSON
+# One LangGraph store item's value, as JSON.
+MEMORY_MAX_STORE_VALUE_BYTES = env.int("MEMORY_MAX_STORE_VALUE_BYTES", default=262_144)
+# Messages in one append, facts in one batch, operations in one store batch.
 MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
+# The largest limit (page size, top_k) any list or search takes.
 MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
+# The longest conversation, message or user id.
 MEMORY_MAX_ID_LENGTH = min(200, env.int("MEMORY_MAX_ID_LENGTH", default=200))  # the column holds 200
+# Newest messages kept in a conversation's cached list.
 MEMORY_CACHE_LIST_LIMIT = env.int("MEMORY_CACHE_LIST_LIMIT", default=1000)
 # Redis Cluster: every key of a conversation in one slot (its "<tenant>:<conv>" as a hash tag).
 MEMORY_REDIS_HASH_TAGS = env.bool("MEMORY_REDIS_HASH_TAGS", default=False)
+# Seconds Redis keeps a write acknowledged but not yet persisted (its ledger entry).
 MEMORY_PENDING_TTL = env.int("MEMORY_PENDING_TTL", default=7 * 86400)
+# Seconds an append waits for the conversation's lock before answering 503 conversation_busy.
 MEMORY_APPEND_LOCK_TIMEOUT = env.float("MEMORY_APPEND_LOCK_TIMEOUT", default=5.0)
+# Seconds a cache rebuild's lock lives, so a reader that died never blocks the next one.
 MEMORY_REBUILD_LOCK_TTL = env.int("MEMORY_REBUILD_LOCK_TTL", default=30)
-# API keys (tenants/authentication.py). A cached key record is believed for MEMORY_AUTH_REVALIDATE
-# seconds after it was read from PostgreSQL, never longer however busy the key: the bound within
-# which a revocation or a deactivated tenant is refused on every process, whatever wrote it. A record
-# may still answer for MEMORY_AUTH_CACHE_TTL seconds after that reading while PostgreSQL does not.
+
+# --- API keys and throttling (tenants/authentication.py, tenants/throttling.py) -------------------
+# Seconds a cached key record is believed after it was read from PostgreSQL, never longer however
+# busy the key: the bound within which a revocation or a deactivated tenant is refused on every
+# process, whatever wrote it.
 MEMORY_AUTH_REVALIDATE = env.float("MEMORY_AUTH_REVALIDATE", default=5.0)
+# Seconds a key record read from PostgreSQL may still authenticate while PostgreSQL does not answer.
 MEMORY_AUTH_CACHE_TTL = env.int("MEMORY_AUTH_CACHE_TTL", default=300)
 # Seconds a key prefix PostgreSQL does not know is remembered as unknown.
 MEMORY_AUTH_UNKNOWN_TTL = env.int("MEMORY_AUTH_UNKNOWN_TTL", default=60)
-# Requests without a valid key (none, or a wrong one) one client address may make per window; over
-# it, 429 with Retry-After and the error code `throttled`, before any PostgreSQL query.
+# Requests without a valid key (none, or a wrong one) one client address may make per
+# MEMORY_AUTH_FAILURE_WINDOW; over it, 429 with Retry-After and the error code `throttled`, before any PostgreSQL query.
 MEMORY_AUTH_FAILURE_LIMIT = env.int("MEMORY_AUTH_FAILURE_LIMIT", default=60)
+# Seconds over which MEMORY_AUTH_FAILURE_LIMIT counts.
 MEMORY_AUTH_FAILURE_WINDOW = env.int("MEMORY_AUTH_FAILURE_WINDOW", default=60)
+# Requests one tenant may make per window (tenants/throttling.py); 0 turns throttling off.
+MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=6_000)
+# Seconds over which MEMORY_RATE_LIMIT counts.
+MEMORY_RATE_WINDOW = env.int("MEMORY_RATE_WINDOW", default=60)
+# /metrics names tenants: served only to a scraper sending "Authorization: Bearer <this>" (unset: off).
+MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="")
+
+# --- The write path: persist workers and publishing -----------------------------------------------
 # A persist task tries a payload that fails while PostgreSQL answers at most this many times more,
 # then dead-letters it; waiting for an unreachable PostgreSQL costs no attempt (conversations/tasks.py).
 MEMORY_PERSIST_MAX_RETRIES = env.int("MEMORY_PERSIST_MAX_RETRIES", default=12)
@@ -351,29 +434,36 @@ MEMORY_RETRY_BACKOFF_MAX = env.int("MEMORY_RETRY_BACKOFF_MAX", default=10)
 # (requeued, never dropped); below RabbitMQ's consumer_timeout (30 min by default).
 MEMORY_PERSIST_HOLD = env.int("MEMORY_PERSIST_HOLD", default=600)
 # Concurrent appends in one process share a broker confirm: at most this many persist payloads per
-# published message, and an appender waits this long (seconds) for the message holding its payload.
+# published message.
 MEMORY_PUBLISH_GROUP = env.int("MEMORY_PUBLISH_GROUP", default=64)
+# Seconds an appender waits for the shared publish holding its payload.
 MEMORY_PUBLISH_WAIT = env.float("MEMORY_PUBLISH_WAIT", default=30.0)
+
+# --- Facts and search bounds ----------------------------------------------------------------------
+# Facts one user may hold.
 MEMORY_MAX_FACTS_PER_USER = env.int("MEMORY_MAX_FACTS_PER_USER", default=500)
+# The longest fact key.
 MEMORY_MAX_FACT_KEY_LENGTH = min(200, env.int("MEMORY_MAX_FACT_KEY_LENGTH", default=200))  # the column holds 200
+# The longest fact value, in characters.
 MEMORY_MAX_FACT_VALUE_CHARS = env.int("MEMORY_MAX_FACT_VALUE_CHARS", default=4_000)
+# The longest search query, in characters.
 MEMORY_MAX_QUERY_CHARS = env.int("MEMORY_MAX_QUERY_CHARS", default=2_000)
 # The most a search request may ask for of vector_fetch_limit, candidate_limit and cross_session_trigger.
 MEMORY_MAX_SEARCH_CANDIDATES = env.int("MEMORY_MAX_SEARCH_CANDIDATES", default=100_000)
-# /metrics names tenants: served only to a scraper sending "Authorization: Bearer <this>" (unset: off).
-MEMORY_METRICS_TOKEN = env.str("MEMORY_METRICS_TOKEN", default="")
-# Requests one tenant may make per window (tenants/throttling.py); 0 turns throttling off.
-MEMORY_RATE_LIMIT = env.int("MEMORY_RATE_LIMIT", default=6_000)
-MEMORY_RATE_WINDOW = env.int("MEMORY_RATE_WINDOW", default=60)
 
-# The chat endpoint (chat/): its model as init_chat_model's "provider:model" ("" = none: the endpoint
-# answers 503 naming this setting), an OpenAI-compatible server's base URL, and the default
-# temperature and answer length a request may override. MEMORY_CHAT_TIMEOUT bounds the whole model call, in seconds.
+# --- The chat endpoint (chat/) --------------------------------------------------------------------
+# The chat model, as init_chat_model's "provider:model" ("" = none: the endpoint answers 503 naming
+# this setting).
 MEMORY_CHAT_MODEL = env.str("MEMORY_CHAT_MODEL", default="")
+# The chat model's server: an OpenAI-compatible base URL ("": the provider's own).
 MEMORY_CHAT_BASE_URL = env.str("MEMORY_CHAT_BASE_URL", default="")
+# The chat model's temperature when the request gives none.
 MEMORY_CHAT_TEMPERATURE = env.float("MEMORY_CHAT_TEMPERATURE", default=0.7)
+# The longest answer in tokens, and the default when the request gives no max_tokens.
 MEMORY_CHAT_MAX_TOKENS = env.int("MEMORY_CHAT_MAX_TOKENS", default=2048)
+# Seconds the whole chat model call may take before 504 model_timeout.
 MEMORY_CHAT_TIMEOUT = env.float("MEMORY_CHAT_TIMEOUT", default=60.0)
+# Retries of a failed chat model call by the provider's client.
 MEMORY_CHAT_MAX_RETRIES = env.int("MEMORY_CHAT_MAX_RETRIES", default=1)
 # Chat runs a tenant may have at once, across every web process (chat/runs.py; 0: no bound). Over it,
 # 429 chat_limit_reached. A run is one conversation's turn: a second message to a conversation whose
@@ -388,6 +478,8 @@ MEMORY_CHAT_THREAD_SHARE = env.float("MEMORY_CHAT_THREAD_SHARE", default=0.5)
 # factory called with the keyword arguments model, temperature, max_tokens, timeout, max_retries and,
 # when set, base_url and api_key.
 MEMORY_CHAT_PROVIDERS = env.dict("MEMORY_CHAT_PROVIDERS", default={})
+
+# --- Secrets and egress ---------------------------------------------------------------------------
 # Networks (CIDRs) and host names a tenant's own URLs (MEMORY_CHAT_BASE_URL) may reach although the
 # egress policy (tenants/egress.py) refuses them: a self-hosted model server on a private network.
 # Comma-separated, e.g. "10.20.0.0/16,vllm.internal"; empty: loopback, private, link-local and
@@ -439,7 +531,9 @@ MEMORY_TENANT_OVERRIDABLE = (
 # --- Logging: structured (structlog), one JSON object a line --------------------------------------
 import structlog  # noqa: E402
 
+# The service's log level (one JSON object a line on standard error).
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
+# Celery's per-task lines (received, succeeded); the service logs each persisted write itself.
 WORKER_TASK_LOG_LEVEL = env.str("CELERY_TASK_LOG_LEVEL", default="WARNING")
 LOGGING = {
     "version": 1,

@@ -18,6 +18,10 @@ from django_redis import get_redis_connection
 from conversations import cache, services, tasks
 from conversations.exceptions import Conflict, ServiceUnavailable, Unstorable
 from conversations.models import DeadLetter, LedgerEpoch, Message
+from conversations.services import append as appending
+from conversations.services import ledger
+from conversations.services import persist as persisting
+from conversations.services import publish as publish_stage
 from tests.conftest import run_queued_tasks, run_tasks, take_queued_tasks
 from tests.conversations.test_api import redis_unreachable
 
@@ -100,7 +104,7 @@ def run_round(barriers: list[tuple[str, Any]]) -> int:
 def workers(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The workers a round of barriers finds (their broker connection generations), as a test sets them."""
     present: dict[str, str] = {"worker-1": "connection-1"}
-    monkeypatch.setattr(services, "worker_generations", lambda: dict(present))
+    monkeypatch.setattr(ledger, "worker_generations", lambda: dict(present))
     return present
 
 
@@ -182,11 +186,11 @@ def test_a_round_whose_step_fails_is_begun_again_by_the_next_append(tenant, no_w
     def broker_gone() -> dict[str, str]:
         raise ConnectionResetError(104, "Connection reset by peer")
 
-    monkeypatch.setattr(services, "worker_generations", broker_gone)
+    monkeypatch.setattr(ledger, "worker_generations", broker_gone)
     assert run_round(barriers_queued()) == 1  # the inquiry failed: the round is void, not left hanging
     assert cache.ledger_status().barrier_at is None
 
-    monkeypatch.setattr(services, "worker_generations", dict)
+    monkeypatch.setattr(ledger, "worker_generations", dict)
     with pytest.raises(ServiceUnavailable):
         append(tenant, "c1", message("begins another round"))
     assert run_round(barriers_queued()) == 3
@@ -229,7 +233,7 @@ def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant,
     """The client gave up on the first attempt (its timeout is shorter than the publish), and its
     retry came while the first still waited for the broker, after the append lock expired."""
     publishing, finish = threading.Event(), threading.Event()
-    send = services._send_task
+    send = publish_stage._send_task
 
     def slow_first(task: Any, args: list[Any]) -> None:
         if not publishing.is_set():
@@ -237,7 +241,7 @@ def test_an_in_flight_retry_gets_the_seq_of_the_attempt_still_publishing(tenant,
             finish.wait(10)
         send(task, args)
 
-    monkeypatch.setattr(services, "_send_task", slow_first)
+    monkeypatch.setattr(publish_stage, "_send_task", slow_first)
     first = message("slow")
     answers: list[Any] = []
     with override_settings(MEMORY_APPEND_LOCK_TIMEOUT=0.05):
@@ -269,7 +273,7 @@ def test_with_postgresql_unreachable_a_client_id_redis_does_not_hold_is_refused_
     def unreachable(**_: Any) -> None:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(services, "_stored_messages", unreachable)
+    monkeypatch.setattr(appending, "_stored_messages", unreachable)
     with pytest.raises(ServiceUnavailable) as refused:  # a cached list cannot stand in for PostgreSQL
         append(tenant, "c1", message("new while PostgreSQL is down"))
     assert refused.value.code == "idempotency_unknown"
@@ -298,15 +302,15 @@ def test_with_redis_unreachable_a_client_id_postgresql_does_not_hold_is_refused(
 
 
 def test_a_lost_confirm_is_indeterminate_and_a_resend_with_its_ids_keeps_their_seqs(api, tenant, no_worker, monkeypatch):
-    send = services._send_task
+    send = publish_stage._send_task
 
     def sent_then_lost(task: Any, args: list[Any]) -> None:
         send(task, args)  # the broker has it
-        raise services._Indeterminate() from ConnectionResetError("the confirm never came")
+        raise publish_stage._Indeterminate() from ConnectionResetError("the confirm never came")
 
-    monkeypatch.setattr(services, "_send_task", sent_then_lost)
+    monkeypatch.setattr(publish_stage, "_send_task", sent_then_lost)
     answer = api.post("/api/v1/conversations/c1/messages/", {"role": "user", "content": "maybe"}, format="json")
-    monkeypatch.setattr(services, "_send_task", send)
+    monkeypatch.setattr(publish_stage, "_send_task", send)
 
     assert answer.status_code == 503
     assert answer["Retry-After"]
@@ -328,7 +332,7 @@ def test_a_refused_publish_drops_its_reservation_and_a_resend_is_new(tenant, no_
     def refused(task: Any, args: list[Any]) -> None:
         raise ConnectionRefusedError("broker down")
 
-    monkeypatch.setattr(services, "_send_task", refused)
+    monkeypatch.setattr(publish_stage, "_send_task", refused)
     first = message("refused")
     with pytest.raises(ServiceUnavailable) as error:
         append(tenant, "c1", first)
@@ -350,8 +354,8 @@ def test_a_confirm_lost_while_waiting_is_indeterminate_and_a_write_failure_is_no
             return error
         raise AssertionError
 
-    assert services._sent(failing("wait")) is True
-    assert services._sent(failing("_basic_publish")) is False
+    assert publish_stage._sent(failing("wait")) is True
+    assert publish_stage._sent(failing("_basic_publish")) is False
 
 
 # --- 5.7 No silent loss ----------------------------------------------------------------------------
@@ -361,7 +365,7 @@ def test_a_task_waits_in_place_while_postgresql_is_unreachable_and_persists_when
     acknowledged = append(tenant, "c1", message("during the outage")).messages[0]
     payload = take_queued_tasks()[0][1]
     outage = {"left": 3}
-    persist = services.persist_commits.persist
+    persist = persisting.persist_commits.persist
 
     def down_a_while(payload: dict[str, Any]) -> None:
         if outage["left"]:
@@ -369,7 +373,7 @@ def test_a_task_waits_in_place_while_postgresql_is_unreachable_and_persists_when
             raise OperationalError("connection refused")
         persist(payload)
 
-    monkeypatch.setattr(services.persist_commits, "persist", down_a_while)
+    monkeypatch.setattr(persisting.persist_commits, "persist", down_a_while)
     monkeypatch.setattr(tasks, "database_answers", lambda: False)
     monkeypatch.setattr(tasks, "_backoff", lambda attempt: 0)
     with override_settings(MEMORY_PERSIST_MAX_RETRIES=0):  # waiting costs no attempt
@@ -387,11 +391,11 @@ def test_a_task_held_too_long_goes_back_to_the_broker_and_is_never_dropped(tenan
     def unreachable(payload: dict[str, Any]) -> None:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(services.persist_commits, "persist", unreachable)
+    monkeypatch.setattr(persisting.persist_commits, "persist", unreachable)
     monkeypatch.setattr(tasks, "database_answers", lambda: False)
     monkeypatch.setattr(tasks, "_backoff", lambda attempt: 0.01)
     with override_settings(MEMORY_PERSIST_HOLD=0), pytest.raises(Reject) as rejected:
-        tasks.persist_durably(tasks.messages_persist, services.persist_commits.persist, payload)
+        tasks.persist_durably(tasks.messages_persist, persisting.persist_commits.persist, payload)
 
     assert rejected.value.requeue is True
     assert not DeadLetter.unscoped.exists()  # any tenant
@@ -406,7 +410,7 @@ def test_a_payload_the_database_refuses_is_dead_lettered_at_once(tenant, no_work
         calls.append(payload)
         raise DataError("invalid input syntax for type json")
 
-    monkeypatch.setattr(services.persist_commits, "persist", refuses)
+    monkeypatch.setattr(persisting.persist_commits, "persist", refuses)
     tasks.messages_persist.apply(args=[payload])
 
     assert len(calls) == 1

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from conversations import cache, services
 from conversations.models import Conversation, DeadLetter, Message, Tombstone, tombstone_key
+from conversations.services import messages as message_shape
 from tenants import services as tenant_services
 from tests.conftest import run_queued_tasks, take_queued_tasks
 from tests.factories import conversation_with_messages, message_payload
@@ -395,7 +396,7 @@ def dead_letters(tenant: Any, other_tenant: Any) -> dict[str, DeadLetter]:
             "messages": [
                 {
                     "id": str(uuid.uuid4()),
-                    "seq": services._now_microseconds(),
+                    "seq": message_shape._now_microseconds(),
                     "role": "user",
                     "content": "replay me",
                     "metadata": {},

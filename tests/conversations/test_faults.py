@@ -23,6 +23,9 @@ from django_redis import get_redis_connection
 
 from conversations import cache, services, tasks
 from conversations.models import Conversation, DeadLetter, LedgerEpoch, Message, Tombstone, tombstone_key
+from conversations.services import messages as message_shape
+from conversations.services import persist as persisting
+from conversations.services import publish as publishing
 from memoryproject.celery import app as celery_app
 from tests.conftest import run_queued_tasks, wait_for_rows
 from tests.faults import CeleryWorker, PrivateRedis, TcpProxy, children, wait_until
@@ -88,7 +91,7 @@ def test_the_embedded_runs_redis_transport_takes_a_persist_task(settings, transa
     queue = redis.Redis.from_url(broker_url)
     queue.delete(settings.MEMORY_QUEUE)
     try:
-        services._send_task(persist, [{"conversation_id": "embedded"}])
+        publishing._send_task(persist, [{"conversation_id": "embedded"}])
         assert queue.llen(settings.MEMORY_QUEUE) == 1
     finally:
         queue.delete(settings.MEMORY_QUEUE)
@@ -175,7 +178,7 @@ def test_seqs_keep_increasing_across_a_redis_restart_and_match_the_database(
 def test_after_redis_forgets_a_conversation_new_seqs_and_revisions_stay_above_the_database(api, tenant, no_worker):
     # Seqs handed out while Redis was down come from a web host's clock, which may run ahead of
     # Redis's; an erased conversation's tombstone and a memory revision come from the same clock.
-    ahead = services._now_microseconds() + 60_000_000
+    ahead = message_shape._now_microseconds() + 60_000_000
     append(api, "c-seq", "first")
     append(api, "c-erased", "first")
     api.put("/api/v1/conversations/c-memory/memory/", {"messages": [{"content": "first"}]}, format="json")
@@ -518,7 +521,7 @@ def test_a_task_that_keeps_failing_stops_after_bounded_attempts_in_the_dead_lett
         attempts.append(payload)
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(services, "messages_persist", always_unreachable)
+    monkeypatch.setattr(persisting, "messages_persist", always_unreachable)
     payload = {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "conversation_id": "doomed", "messages": []}
     monkeypatch.setattr(tasks, "_backoff", lambda retries: 0)
     with override_settings(MEMORY_PERSIST_MAX_RETRIES=bound):  # above Celery's own default of 3 too
@@ -535,14 +538,14 @@ def test_a_conflicting_write_lands_in_dead_letters_and_replays_once_fixed(api, t
     wait_for_rows(Message, tenant, 1)
     clash = {  # the same id with other content, as a resend that bypassed the web check would carry
         "id": taken["id"],
-        "seq": services._now_microseconds() + 3_600_000_000,
+        "seq": message_shape._now_microseconds() + 3_600_000_000,
         "role": "user",
         "content": "clash",
         "metadata": {},
         "created_at": taken["created_at"],
         "token_count": 1,
     }
-    services.publish(
+    publishing.publish(
         tasks.messages_persist,
         {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "conversation_id": "first", "messages": [clash]},
     )

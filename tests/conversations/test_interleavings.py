@@ -36,6 +36,7 @@ from django.core.management import call_command
 
 from conversations import cache, selectors, services
 from conversations.exceptions import NotFound
+from conversations.services import publish as publishing
 from tests.conftest import _workers
 from tests.interleavings import (
     Schedule,
@@ -103,7 +104,7 @@ def steps(monkeypatch: pytest.MonkeyPatch, published: list[dict[str, Any]]) -> R
     """Marks the steps of every actor (see the module docstring) where they reach the cache or the broker."""
     steps = RaceSteps()
     snapshot, install, reserve, merge, settle = cache.snapshot, cache.install, cache.reserve, cache.merge, cache.settle
-    pending, erase, publish = cache.pending, cache.erase, services.publish
+    pending, erase, publish = cache.pending, cache.erase, publishing.publish
 
     def marked_snapshot(**kwargs: Any) -> cache.Snapshot:
         steps.at("snapshot")
@@ -154,7 +155,7 @@ def steps(monkeypatch: pytest.MonkeyPatch, published: list[dict[str, Any]]) -> R
     monkeypatch.setattr(cache, "settle", marked_settle)
     monkeypatch.setattr(cache, "pending", marked_pending)
     monkeypatch.setattr(cache, "erase", marked_erase)
-    monkeypatch.setattr(services, "publish", marked_publish)
+    monkeypatch.setattr(publishing, "publish", marked_publish)
     return steps
 
 

@@ -16,6 +16,7 @@ from django_redis import get_redis_connection
 
 from conversations import cache, services
 from conversations.models import Conversation, Message, Tombstone, tombstone_key
+from conversations.services import persist as persisting
 from tests.conftest import take_queued_tasks
 from tests.faults import wait_until
 
@@ -372,8 +373,8 @@ class HeldStatements:
             self.groups.append(len(kwargs["payloads"]))
             return together(**kwargs)
 
-        monkeypatch.setattr(services, "messages_persist", messages_persist)
-        monkeypatch.setattr(services, "messages_persist_group", messages_persist_group)
+        monkeypatch.setattr(persisting, "messages_persist", messages_persist)
+        monkeypatch.setattr(persisting, "messages_persist_group", messages_persist_group)
 
 
 def persist_at_once(commits: services.PersistCommits, held: HeldStatements, payloads: list[dict[str, Any]]) -> list[Any]:

@@ -13,6 +13,7 @@ from django.test import override_settings
 from conversations import services, tasks
 from conversations.exceptions import ServiceUnavailable
 from conversations.models import DeadLetter, Message
+from conversations.services import publish as publishing
 from tests.conftest import run_tasks, take_queued_tasks, wait_for_rows
 from tests.conversations.test_faults import cache_keys
 
@@ -51,7 +52,7 @@ CONFIRMED: set[str] = set()  # ids of messages in publishes the broker has confi
 def slow_confirms(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Each publish takes 50 ms longer, so appends arriving meanwhile queue up; records group sizes."""
     sizes: list[int] = []
-    publish_args = services.publish_args
+    publish_args = publishing.publish_args
     CONFIRMED.clear()
 
     def slow(task: Any, *args: Any) -> None:
@@ -61,7 +62,7 @@ def slow_confirms(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         publish_args(task, *args)
         CONFIRMED.update(message["id"] for payload in payloads for message in payload["messages"])
 
-    monkeypatch.setattr(services, "publish_args", slow)
+    monkeypatch.setattr(publishing, "publish_args", slow)
     return sizes
 
 
@@ -123,7 +124,7 @@ def test_a_payload_that_fails_in_a_group_is_dead_lettered_in_place_and_the_other
 
 
 def test_appenders_that_wait_too_long_give_up_unpublished_and_the_group_goes_on(tenant, no_worker, monkeypatch):
-    publish_args = services.publish_args
+    publish_args = publishing.publish_args
 
     def very_slow(task: Any, *args: Any) -> None:
         time.sleep(0.4)  # longer than the appenders wait
@@ -131,7 +132,7 @@ def test_appenders_that_wait_too_long_give_up_unpublished_and_the_group_goes_on(
         payloads = args[0] if task is tasks.messages_persist_many else [args[0]]
         CONFIRMED.update(message["id"] for payload in payloads for message in payload["messages"])
 
-    monkeypatch.setattr(services, "publish_args", very_slow)
+    monkeypatch.setattr(publishing, "publish_args", very_slow)
     CONFIRMED.clear()
     with override_settings(MEMORY_PUBLISH_WAIT=0.1):
         acknowledged, failures = append_concurrently(tenant, prefix="late")

@@ -29,6 +29,8 @@ from django.test import override_settings
 from conversations import cache, services
 from conversations.exceptions import NotFound, ServiceUnavailable
 from conversations.models import Conversation, Message
+from conversations.services import publish as publishing
+from conversations.services import rebuild as rebuilding
 from tests.conftest import wait_for_rows
 from tests.faults import wait_until
 from tests.interleavings import (
@@ -79,14 +81,14 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> Steps:
 def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """Payloads of the persist tasks the broker confirmed, as a worker would receive them."""
     payloads: list[dict[str, Any]] = []
-    original = services.publish
+    original = publishing.publish
 
     def publish(task: Any, payload: dict[str, Any]) -> None:
         original(task, payload)
         if task.name == "conversations.tasks.messages_persist":
             payloads.append(json.loads(json.dumps(payload)))
 
-    monkeypatch.setattr(services, "publish", publish)
+    monkeypatch.setattr(publishing, "publish", publish)
     return payloads
 
 
@@ -222,7 +224,9 @@ def test_a_readers_rebuild_that_fails_on_the_database_releases_the_rebuild_lock(
     def unreachable(**kwargs: Any) -> list[dict[str, Any]]:
         raise OperationalError("connection refused")
 
+    # Every read of the rows fails: the reader's own (``selectors``) and its rebuild's.
     monkeypatch.setattr(services, "conversation_messages", unreachable)
+    monkeypatch.setattr(rebuilding, "conversation_messages", unreachable)
 
     with pytest.raises(ServiceUnavailable):
         window(tenant, "c1")
@@ -319,7 +323,7 @@ def test_an_erase_while_a_readers_install_waits_is_never_undone_by_it(
 
 def test_a_reader_past_the_waiting_installs_limit_installs_its_list_itself(tenant, no_worker, published, monkeypatch):
     installs = services.BackgroundInstalls(limit=1)
-    monkeypatch.setattr(services, "background_installs", installs)
+    monkeypatch.setattr(rebuilding, "background_installs", installs)
     release = threading.Event()
     assert installs.submit(lambda: release.wait(10))  # the one slot
     try:

@@ -12,6 +12,8 @@ from django.apps import apps
 
 from conversations import services
 from conversations.models import Conversation, Message, Tombstone, tombstone_key, tombstone_keys
+from conversations.services import seqs
+from memory.erase import user_erase
 from tests.conversations.test_persist import SEQ, message, payload, stored
 from tests.factories import conversation_with_messages
 
@@ -38,7 +40,7 @@ def erase(tenant: Any, conversation_id: str) -> None:
 def test_no_erased_id_of_a_user_can_be_confirmed_by_hashing_guesses(tenant):
     for conversation_id in ERASED:
         Conversation.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=conversation_id, user_id=USER)
-    services.user_erase(tenant=tenant, user_id=USER)
+    user_erase(tenant=tenant, user_id=USER)
 
     keys = stored_keys(tenant)
 
@@ -101,7 +103,7 @@ def test_a_reused_id_starts_above_the_erase_floor_found_under_an_old_secret(tena
     Tombstone.objects.for_tenant(tenant).create(tenant=tenant, conversation_key=tombstone_key("c1"), erased_before_seq=ahead)
     settings.MEMORY_TOMBSTONE_KEYS = ["new-secret", "old-secret"]
 
-    assert services._database_seq_floor(tenant=tenant, conversation_id="c1") == ahead
+    assert seqs._database_seq_floor(tenant=tenant, conversation_id="c1") == ahead
 
 
 def test_the_migration_keys_tombstones_stored_as_a_bare_digest_and_they_still_drop_erased_writes(tenant, settings):

@@ -159,9 +159,20 @@ def test_a_query_of_stop_words_alone_finds_nothing_by_keyword(tenant):
 def test_messages_not_embedded_yet_are_found_by_their_words(tenant):
     conversation_of_facts(tenant)
     MessageEmbedding.objects.for_tenant(tenant).filter(seq=5).delete()
-    found = {hit.seq: hit for hit in search(tenant, "Tomasz Vestas", top_k=2).hits}
+    result = search(tenant, "Tomasz Vestas", top_k=2)
+    found = {hit.seq: hit for hit in result.hits}
     assert found[5].keyword_score > 0
     assert found[5].similarity is None  # no vector yet
+    # Counted among the messages the ranking considered, beside every message with a vector.
+    assert result.candidates == len(FACTS)
+
+
+def test_a_hit_found_only_by_its_words_counts_as_a_candidate_when_nothing_is_embedded(tenant):
+    conversation_of_facts(tenant)
+    MessageEmbedding.objects.for_tenant(tenant).delete()
+    result = search(tenant, "Tomasz Vestas", top_k=2)
+    assert result.hits
+    assert result.candidates == len(result.hits)
 
 
 def test_the_tenants_settings_are_the_defaults_and_a_request_overrides_them(tenant):

@@ -18,7 +18,7 @@ from django_redis import get_redis_connection
 from prometheus_client import REGISTRY
 from rest_framework.test import APIClient
 
-from bench import measure
+from benchmarks.compare import measure
 from tenants import services as tenant_services
 from tenants.models import TenantApiKey
 from tenants.throttling import TenantRateThrottle, throttle_key

@@ -15,7 +15,7 @@ part the context endpoint adds to the system message, within a share of the toke
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from django.conf import settings
@@ -23,11 +23,12 @@ from django.db import DatabaseError
 
 from conversations import tokens
 from conversations.exceptions import NotFound
+from facts.selectors import facts_for_context
 from search.embeddings import EmbeddingModelError
+from search.filters import SearchFilters
+from search.selectors import SearchRequest, memory_search
+from summaries.selectors import summaries_for_context
 from tenants.models import Tenant
-
-if TYPE_CHECKING:
-    from search.filters import SearchFilters
 
 logger = structlog.get_logger(__name__)
 
@@ -54,10 +55,6 @@ def memory_bundle(
     top_k: int | None = None,
     filters: SearchFilters | None = None,
 ) -> dict[str, Any]:
-    from facts.selectors import facts_for_context
-    from search.selectors import SearchRequest, memory_search
-    from summaries.selectors import summaries_for_context
-
     similar: list[dict[str, Any]] = []
     dimensions = None
     unavailable = []

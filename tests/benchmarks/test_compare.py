@@ -29,7 +29,7 @@ def test_a_small_benchmark_run_reports_every_system_and_target(tmp_path):
     output = tmp_path / "bench.json"
     arguments = ["--conversations", "2", "--long", "300", "--operations", "40", "--clients", "4", "--cold-messages", "2000"]
     run = subprocess.run(
-        [sys.executable, "-m", "bench", *arguments, "--json", str(output)],
+        [sys.executable, "-m", "benchmarks.compare", *arguments, "--json", str(output)],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -27,7 +27,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_postgres import PostgresChatMessageHistory
 
-from bench.workload import WINDOW
+from benchmarks.compare.workload import WINDOW
 from conversations import selectors, services
 from tenants.models import Tenant
 

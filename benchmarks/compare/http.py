@@ -23,13 +23,13 @@ share a broker confirm), and gthread keeps connections alive where sync workers 
 2, 3 and 4 sync workers and other gthread shapes it served the most reads and appends per second at 16
 clients, for the least CPU per request in gunicorn and in the load generator.
 
-``python -m bench.http`` fills a few conversations itself (tenant ``bench-compare``), runs the figures
+``python -m benchmarks.compare.http`` fills a few conversations itself (tenant ``bench-compare``), runs the figures
 and prints them with a profile of the in-process request path; at the end it empties the derived-memory
 queue, which nothing here consumes. It needs the benchmark's own resources in the environment
 (``DATABASE_URL`` naming a database with "bench" in its name, ``REDIS_URL``, ``MEMORY_QUEUE``):
 
     DATABASE_URL=postgres://.../<bench db> REDIS_URL=redis://127.0.0.1:6379/<n> MEMORY_QUEUE=<bench queue> \\
-        .venv/bin/python -m bench.http [--conversations 20] [--long 10000] [--operations 2000] \\
+        .venv/bin/python -m benchmarks.compare.http [--conversations 20] [--long 10000] [--operations 2000] \\
         [--workers 2] [--threads 4] [--clients 1 16] [--profile 300] [--json PATH]
 """
 
@@ -60,8 +60,8 @@ import psutil
 from django.conf import settings
 from tqdm import tqdm
 
-from bench.measure import Figures, counting, percentile, summarise
-from bench.workload import WINDOW, content, messages
+from benchmarks.compare.measure import Figures, counting, percentile, summarise
+from benchmarks.compare.workload import WINDOW, content, messages
 from torture.processes import CeleryWorker, WebServer, wait_until
 
 SYSTEM = "service HTTP"
@@ -387,7 +387,7 @@ def profile_table(profiler: cProfile.Profile, *, requests: int, top: int) -> str
         return f"{path}:{line}({name})"
 
     def is_service(path: str) -> bool:
-        return path.startswith(root) and "site-packages" not in path and not path.startswith(root + "bench" + os.sep)
+        return path.startswith(root) and "site-packages" not in path and not path.startswith(root + "benchmarks" + os.sep)
 
     stats = pstats.Stats(profiler)
     rows = [
@@ -411,7 +411,7 @@ def api_key_for(*, slug: str = TENANT_SLUG) -> tuple[Any, str]:
 
     tenant = Tenant.objects.filter(slug=slug).first()
     if tenant is None:
-        raise SystemExit(f"No tenant {slug!r}: fill the benchmark conversations first (python -m bench).")
+        raise SystemExit(f"No tenant {slug!r}: fill the benchmark conversations first (python -m benchmarks.compare).")
     if "MEMORY_RATE_LIMIT" in (tenant.settings or {}):
         tqdm.write(f"WARNING: tenant {slug} overrides MEMORY_RATE_LIMIT={tenant.settings['MEMORY_RATE_LIMIT']}: expect 429s.")
     return services.api_key_create(tenant=tenant, name="bench-http")
@@ -618,7 +618,7 @@ def _add_counts(
         row.redis_calls, row.sql_queries = measured[(row.operation, row.size)]
 
 
-# --- python -m bench.http -------------------------------------------------------------------------
+# --- python -m benchmarks.compare.http -------------------------------------------------------------------------
 
 
 def fill(*, count: int, long: int, rng: random.Random) -> tuple[list[str], str]:
@@ -692,7 +692,7 @@ def purge_derived_queue() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.http", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare.http", description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=20, help="conversations of 100 messages")
     parser.add_argument("--long", type=int, default=10_000, help="messages of the one long conversation")
     parser.add_argument("--operations", type=int, default=2_000, help="timed requests per operation and client count")

@@ -12,7 +12,7 @@ that rebuilds the cached list), the read the service falls back to when Redis is
 own indexed read of the newest 50 rows as the floor.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/membenchcold REDIS_URL=redis://127.0.0.1:6379/11 \
-    .venv/bin/python -m bench.cold [--messages 10000000] [--per-conversation 1000] [--operations 1000] [--seed 1]
+    .venv/bin/python -m benchmarks.compare.cold [--messages 10000000] [--per-conversation 1000] [--operations 1000] [--seed 1]
 """
 # ruff: noqa: E402 (the models can only be imported after django.setup())
 
@@ -51,11 +51,12 @@ from django.core.management import call_command
 from django.db import connection
 from tqdm import tqdm
 
-from bench.measure import Counts, Figures, counting, summarise
-from bench.workload import WINDOW, content
+from benchmarks.compare.measure import Counts, Figures, counting, summarise
+from benchmarks.compare.workload import WINDOW, content
 from benchmarks.database import ensure_database
-from conversations import cache, selectors, services, tokens
+from conversations import cache, selectors, tokens
 from conversations.models import Message
+from conversations.services import rebuild
 from tenants import services as tenant_services
 from tenants.models import Tenant
 
@@ -420,7 +421,7 @@ def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> li
     def erase(conversation: StoredConversation) -> None:
         # A cold read answers before its install, which runs on the install thread: let it land (untimed)
         # so that it neither overlaps the next timed read nor lands after this erase.
-        services.background_installs.wait()
+        rebuild.background_installs.wait()
         cache.erase(tenant_slug=tenant.slug, conversation_id=conversation.conversation_id)
 
     def cold_read(conversation: StoredConversation) -> object:
@@ -469,7 +470,7 @@ def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> li
     return results
 
 
-# --- python -m bench.cold -----------------------------------------------------------------------
+# --- python -m benchmarks.compare.cold -----------------------------------------------------------------------
 
 
 def _megabytes(size: int) -> str:
@@ -485,7 +486,7 @@ def _report(store: ColdStore) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.cold", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare.cold", description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=10_000_000, help="message rows the store holds at least")
     parser.add_argument("--per-conversation", type=int, default=1_000, help="messages of each conversation")
     parser.add_argument("--operations", type=int, default=1_000, help="timed reads per system")

@@ -1,18 +1,18 @@
-"""``python -m bench`` (``make bench``): the service side by side with what users would pick instead
+"""``python -m benchmarks.compare`` (``make bench``): the service side by side with what users would pick instead
 (LangChain's Redis and PostgreSQL chat histories) and with the floors (Redis and PostgreSQL
 themselves), on one generated workload in one run.
 
 Every system stores the same conversations (100 messages each, and one of ``--long`` messages;
 content 200 to 2,000 characters), then reads the newest 50 messages and appends, at 1 and at 16 (``--clients``)
-clients. The HTTP API is measured under gunicorn (``bench/http.py``) and cold reads over a store
-of 10 million messages (``bench/cold.py``). Prints p50, p99, operations per second, the ratio to the
+clients. The HTTP API is measured under gunicorn (``benchmarks/compare/http.py``) and cold reads over a store
+of 10 million messages (``benchmarks/compare/cold.py``). Prints p50, p99, operations per second, the ratio to the
 floor and Redis round trips and SQL statements per operation, then the service's persist lag, cache
 hit rate and resident memory, and each target with its figure; ``--json PATH`` writes it all.
 
 It uses a benchmark database (``DATABASE_URL``, default ``membench``), Redis database 13 and the
 queue ``memory-bench``, with Celery workers of its own, so appends are persisted as in production.
 
-    .venv/bin/python -m bench [--conversations 20] [--long 10000] [--operations 2000] [--json PATH]
+    .venv/bin/python -m benchmarks.compare [--conversations 20] [--long 10000] [--operations 2000] [--json PATH]
 """
 # ruff: noqa: E402 (the models can only be imported after django.setup())
 
@@ -46,8 +46,8 @@ from django.core.management import call_command
 from django_redis import get_redis_connection
 from tqdm import tqdm
 
-from bench import http, measure, systems, workload
-from bench.measure import Figures
+from benchmarks.compare import http, measure, systems, workload
+from benchmarks.compare.measure import Figures
 from benchmarks.database import ensure_database
 from conversations import metrics
 from conversations.models import Message
@@ -220,7 +220,7 @@ def targets(rows: list[Figures], service: dict[str, Any], long_size: int, client
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=20, help="conversations of 100 messages")
     parser.add_argument("--long", type=int, default=10_000, help="messages of the one long conversation")
     parser.add_argument("--operations", type=int, default=2_000, help="timed operations per system, operation and client count")
@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         service["http_cache_hit_rate"] = results.cache_hit_rate
         service["rss_mb"] |= results.rss_mb
     if options.cold_messages:
-        from bench import cold
+        from benchmarks.compare import cold
 
         store = cold.cold_store_ensure(messages=options.cold_messages)
         rows += cold.cold_figures(store=store, operations=min(options.operations, 1000), rng=rng)

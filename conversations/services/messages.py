@@ -1,0 +1,135 @@
+"""The message shape: the one JSON form of a message (in the cache, the task payload and the
+API), how two messages compare, and the window's rows read from PostgreSQL in that shape.
+
+Every other stage builds on these; nothing here writes.
+"""
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import structlog
+from django.db import connection
+
+from conversations.models import Message
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+
+MESSAGE_COLUMNS = ("message_id", "seq", "role", "content", "metadata", "created_at", "token_count")
+
+
+def message_from_values(values: dict[str, Any]) -> dict[str, Any]:
+    """The message's JSON shape from its columns, as ``.values(*MESSAGE_COLUMNS)`` reads them (no model
+    instance: faster for a page of rows). ``conversation_messages`` builds the same shape from its
+    statement's rows (a test holds the two equal)."""
+    return {
+        "id": str(values["message_id"]),
+        "seq": values["seq"],
+        "role": values["role"],
+        "content": values["content"],
+        "metadata": values["metadata"],
+        "created_at": values["created_at"].astimezone(UTC).isoformat(),
+        "token_count": values["token_count"],
+    }
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The one JSON shape of a message, in the cache, the task payload and the API."""
+    return message_from_values({column: getattr(message, column) for column in MESSAGE_COLUMNS})
+
+
+# The newest messages of a conversation named by its id, in one statement that reads the window index
+# in order: the conversation's pk is a scalar subquery (a join would make PostgreSQL sort every message
+# of the conversation to return the newest 50). Both parts are scoped by tenant_id, as ``for_tenant``
+# scopes the ORM's queries. A constant statement (``{filters}`` is one of a few fixed clauses): a cold
+# window read builds no query. ``created_at`` comes as microseconds since the epoch: the timestamp
+# loader Django installs runs in Python and cost more than the rest of the row.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+CONVERSATION_MESSAGES_SQL = """
+    SELECT message_id::text, seq, role, content, metadata::text, (extract(epoch FROM created_at) * 1000000)::bigint,
+        token_count
+    FROM conversation_messages
+    WHERE tenant_id = %s
+        AND conversation_id = (
+            SELECT id FROM conversation_memories WHERE tenant_id = %s AND conversation_id = %s LIMIT 1
+        ){filters}
+    ORDER BY seq DESC
+    LIMIT %s
+"""
+
+
+def conversation_messages(
+    *,
+    tenant: Tenant,
+    conversation_id: str,
+    limit: int,
+    include_archived: bool = False,
+    role: str | None = None,
+    start_date: datetime | None = None,
+    end_date: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The newest ``limit`` messages of a conversation (archived ones only with ``include_archived``;
+    of ``role``, created between ``start_date`` and ``end_date`` when given), oldest first, in the
+    shape of ``message_from_values``. Raises DatabaseError."""
+    filters = "" if include_archived else " AND NOT archived"
+    parameters: list[Any] = [tenant.pk, tenant.pk, conversation_id]
+    if role:
+        filters += " AND role = %s"
+        parameters.append(role)
+    if start_date:
+        filters += " AND created_at >= %s"
+        parameters.append(start_date)
+    if end_date:
+        filters += " AND created_at <= %s"
+        parameters.append(end_date)
+    parameters.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(CONVERSATION_MESSAGES_SQL.format(filters=filters), parameters)
+        rows = cursor.fetchall()
+    rows.reverse()
+    return [
+        {
+            "id": message_id,
+            "seq": seq,
+            "role": message_role,
+            "content": content,
+            "metadata": {} if metadata == "{}" else json.loads(metadata),
+            "created_at": (_EPOCH + timedelta(microseconds=created_at)).isoformat(),
+            "token_count": token_count,
+        }
+        for message_id, seq, message_role, content, metadata, created_at, token_count in rows
+    ]
+
+
+def _same_message(stored: dict[str, Any], new: dict[str, Any]) -> bool:
+    return (
+        stored["role"] == new["role"]
+        and stored["content"] == new["content"]
+        and same_json(stored.get("metadata", {}), new.get("metadata", {}))
+    )
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Whether two JSON values are equal as PostgreSQL's jsonb compares them: numbers by value
+    (jsonb gives ``1e23`` back as ``100000000000000000000000``, an int Python holds unequal to the float)."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return left is right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return Decimal(repr(left) if isinstance(left, float) else left) == Decimal(
+            repr(right) if isinstance(right, float) else right
+        )
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(same_json(left[name], right[name]) for name in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(same_json(a, b) for a, b in zip(left, right, strict=True))
+    return type(left) is type(right) and left == right
+
+
+def _now_microseconds() -> int:
+    return time.time_ns() // 1000

@@ -1,0 +1,105 @@
+"""What the memory features' endpoints take and answer: the context (with long-term memory and the
+latest checkpoint), the erase of a user, and the conversation with its search coverage."""
+
+from typing import Any
+
+from rest_framework import serializers
+
+from conversations.api.serializers import LLM_FORMATS, MAX_BUDGET, MAX_TURNS, check_text
+from search.api.filters import SearchFiltersSerializer
+
+
+class UserEraseOutSerializer(serializers.Serializer):
+    user_id = serializers.CharField()
+    conversations_erased = serializers.IntegerField()
+    messages_erased = serializers.IntegerField()
+    embeddings_erased = serializers.IntegerField()
+    summaries_erased = serializers.IntegerField()
+    checkpoints_erased = serializers.IntegerField()
+    facts_erased = serializers.IntegerField(help_text="Facts and their change history.")
+    dead_letters_erased = serializers.IntegerField()
+    cache_keys_erased = serializers.IntegerField()
+
+
+class ContextInSerializer(serializers.Serializer):
+    """What the agent is about to send; each default is the tenant's MEMORY_* setting."""
+
+    query = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, help_text="The current user message, sent last."
+    )
+    system_prompt = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    max_tokens = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_BUDGET, help_text="Default MEMORY_MAX_TOKENS."
+    )
+    short_term_turns = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_TURNS, help_text="Turns kept in full. Default MEMORY_SHORT_TERM_TURNS."
+    )
+    long_term_turns = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_TURNS, help_text="Older turns summarized. Default MEMORY_LONG_TERM_TURNS."
+    )
+    compression_threshold = serializers.FloatField(
+        required=False, min_value=0.01, max_value=1.0, help_text="Default MEMORY_COMPRESSION_THRESHOLD."
+    )
+    format = serializers.ChoiceField(choices=LLM_FORMATS, required=False, default="openai")
+    checkpoint_namespace = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=255,
+        trim_whitespace=False,
+        help_text='Also answer the latest checkpoint of this namespace ("" is the root graph).',
+    )
+    use_memory = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Add summaries, the user's facts and the older messages relevant to the query to the system "
+        "message, and answer the memory bundle and the rendered prompt.",
+    )
+    top_k = serializers.IntegerField(
+        required=False, min_value=1, max_value=100, help_text="With use_memory: relevant messages to find. Default MEMORY_TOP_K."
+    )
+    memory_filters = SearchFiltersSerializer(
+        required=False, help_text="With use_memory: the search filters (as a POST search's) its relevant messages obey."
+    )
+
+    def validate_query(self, value: str) -> str:
+        return check_text(value, field="query")
+
+    def validate_system_prompt(self, value: str) -> str:
+        return check_text(value, field="system_prompt")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(self.initial_data) - set(self.fields) if isinstance(self.initial_data, dict) else set()
+        if unknown:
+            raise serializers.ValidationError(f"Unknown fields: {', '.join(sorted(unknown))}; allowed: {', '.join(self.fields)}.")
+        return attrs
+
+
+class ContextEntitySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField(required=False)
+    _turn_number = serializers.IntegerField()
+    message_id = serializers.CharField()
+
+
+class ContextOutSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    format = serializers.ChoiceField(choices=LLM_FORMATS)
+    messages = serializers.ListField(child=serializers.DictField(), help_text="System prompt (with the summary), history, query.")
+    session_summary = serializers.CharField(allow_null=True)
+    compressed = serializers.BooleanField()
+    total_turns = serializers.IntegerField(help_text="Turns in the conversation before the query.")
+    turns_in_full = serializers.IntegerField()
+    summarized_turns = serializers.IntegerField()
+    estimated_tokens = serializers.IntegerField(help_text="cl100k_base prompt tokens, message overhead included.")
+    content_tokens = serializers.IntegerField(help_text="cl100k_base tokens of the message contents alone.")
+    max_tokens = serializers.IntegerField()
+    tokens_remaining = serializers.IntegerField()
+    entities = ContextEntitySerializer(many=True)
+    source = serializers.CharField()
+    cached = serializers.BooleanField()
+    checkpoint = serializers.DictField(required=False, allow_null=True, help_text="With checkpoint_namespace: the latest one.")
+    memory = serializers.DictField(
+        required=False,
+        help_text="With use_memory: the memory bundle (context, recent_messages, summaries, memories, query_embedding_dim).",
+    )
+    rendered_prompt = serializers.CharField(required=False, help_text="With use_memory: the prompt assembled from the bundle.")

@@ -1,0 +1,41 @@
+"""The vectors' backlog for Prometheus, read when ``/metrics`` is scraped (``memoryproject.urls`` hands
+this collector to ``conversations.metrics.scrape``): per tenant, the messages persisted within the
+backfill's day that have no vector yet under its model, and the age of the oldest (0 when none). A
+database that does not answer leaves these figures out of the scrape."""
+
+from collections.abc import Iterator
+
+import structlog
+from django.db import DatabaseError
+from django.utils import timezone
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from search.coverage import embedding_backlog
+
+logger = structlog.get_logger(__name__)
+
+
+class EmbeddingBacklogCollector:
+    def collect(self) -> Iterator[Metric]:
+        try:
+            backlog = embedding_backlog()
+        except DatabaseError as error:
+            logger.warning("metrics_embedding_backlog_unavailable", error=str(error)[:200])
+            return
+        waiting = GaugeMetricFamily(
+            "memory_embedding_backlog_messages",
+            "Messages persisted within the last day that have no vector under their tenant's model yet.",
+            labels=["tenant"],
+        )
+        lag = GaugeMetricFamily(
+            "memory_embedding_lag_seconds",
+            "Age of the oldest message persisted within the last day still waiting for its vector (0: none waits).",
+            labels=["tenant"],
+        )
+        now = timezone.now()
+        for tenant in backlog:
+            waiting.add_metric([tenant.tenant], tenant.not_embedded)
+            oldest = tenant.oldest_persisted_at
+            lag.add_metric([tenant.tenant], (now - oldest).total_seconds() if oldest else 0.0)
+        yield waiting
+        yield lag
