@@ -25,6 +25,40 @@ from tenants import services as tenant_services
 from tests.factories import TenantFactory
 from tests.faults import CeleryWorker, wait_until
 
+# What a skipped test needs, and how to get it: told at the end of a run that skipped some (after
+# pytest's own list of skips and their reasons). A skip is matched by its test file or its reason.
+HOW_TO_RUN_SKIPPED = (
+    (
+        "tests/conversations/test_admin_browser.py",
+        "the admin's browser tests need Debian's chromium and its chromedriver: "
+        "apt-get install chromium chromium-driver (or run .ci/run, which installs them), then make test",
+    ),
+    (
+        "requirements-torch.txt",
+        "the tests of the optional torch build of the embedding model need the torch extra: "
+        "make torch (pip install -r requirements-torch.txt, with torch's CPU build), then make test",
+    ),
+    ("rabbitmq-server", "the torture harness starts a private RabbitMQ node: apt-get install rabbitmq-server"),
+)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: its lines come after pytest's summary
+def pytest_terminal_summary(terminalreporter: Any) -> Iterator[None]:
+    """After pytest's summary: what was skipped and the command that makes it run (exit codes unchanged)."""
+    result = yield
+    skipped = terminalreporter.stats.get("skipped", [])
+    counts: dict[str, int] = {}
+    for report in skipped:
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+        where = f"{report.nodeid} {reason}"
+        how = next((how for key, how in HOW_TO_RUN_SKIPPED if key in where), f"skipped: {reason}")
+        counts[how] = counts.get(how, 0) + 1
+    if counts:
+        terminalreporter.write_sep("=", "skipped tests and how to run them", yellow=True)
+        for how, count in counts.items():
+            terminalreporter.write_line(f"{count} test{'s' if count > 1 else ''}: {how}")
+    return result
+
 
 @pytest.fixture(autouse=True)
 def clean_redis() -> None:
