@@ -1,12 +1,13 @@
 # make run   set up a virtualenv and run the service on the embedded default (no external services)
 # make test  set up and run the test suite against PostgreSQL, Redis and RabbitMQ on 127.0.0.1
 # make torch add the optional torch build of the embedding model (requirements-torch.txt) and its tests
+# make docs  regenerate the configuration reference and build the documentation site into site/ (strict)
 # make bench the service side by side with LangChain's chat histories and the Redis and PostgreSQL floors (benchmarks/compare/)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint worker migrate bench torch
+.PHONY: run test lint worker migrate bench torch docs
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt requirements-docs.txt client/pyproject.toml
 	@echo "Creating the virtualenv $(VENV) ..."
@@ -40,3 +41,7 @@ migrate: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks.compare
+
+docs: $(VENV)/.installed
+	$(PY) -m docs.generate configuration
+	$(VENV)/bin/mkdocs build --strict
