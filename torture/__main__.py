@@ -8,9 +8,15 @@ the queue to drain, stops the workers, reads what the broker still holds and the
 and checks the history against them, PostgreSQL and the cache (``torture/checker.py``). Prints a
 table and exits 1 if any count that must be zero is not.
 
-    .venv/bin/python -m torture [--duration 90] [--clients 8] [--tenants 3] [--conversations 4]
-        [--faults NAME,...] [--interval 4] [--seeds 1,2,3] [--json PATH]
-        [--retry-backoff-max S] [--persist-max-retries N] [--drain-timeout S]
+    .venv/bin/python -m torture [--topology single|cluster] [--duration 90] [--clients 8] [--tenants 3]
+        [--conversations 4] [--faults NAME,...|none] [--interval 4] [--seeds 1,2,3] [--json PATH]
+        [--retry-backoff-max S] [--persist-max-retries N] [--drain-timeout S] [--serve]
+
+``--topology cluster`` starts each engine on several nodes instead (a Redis Cluster of three primaries
+with a replica each, three RabbitMQ nodes with quorum queues, a PostgreSQL primary with a streaming
+replica), and its schedule kills nodes of each engine, alone and two engines at once. ``--serve``
+starts the topology, prints the service's URL and the tenants' keys, and keeps it running under the
+nemesis for a workload of one's own, until Ctrl-C.
 
 Several seeds run one after the other, each on a fresh cluster (a process of its own). The service
 runs with its own retry settings unless ``--retry-backoff-max`` or ``--persist-max-retries`` says
@@ -34,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from torture.checker import FIGURES, FINAL_WINDOW, MUST_BE_ZERO, Held, Report, Row, check, held_messages
-from torture.cluster import FAULTS, QUEUE, Cluster
+from torture.cluster import FAULTS, NODE_FAULTS, QUEUE, TOPOLOGIES, Cluster, faults_of
 from torture.workload import CHAIN_DEADLINE, TIMEOUT, Client, History
 
 DRAIN_MARGIN = 60.0  # seconds beyond the longest retry schedule
@@ -48,7 +54,25 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--tenants", type=int, default=3)
     parser.add_argument("--conversations", type=int, default=4, help="per tenant")
-    parser.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated, in schedule order: {', '.join(FAULTS)}")
+    parser.add_argument(
+        "--topology",
+        choices=TOPOLOGIES,
+        default="single",
+        help="single: one node of each engine; cluster: a Redis Cluster (3 primaries, a replica each), three "
+        "RabbitMQ nodes with quorum queues, a PostgreSQL primary with a streaming replica",
+    )
+    parser.add_argument(
+        "--faults",
+        default=None,
+        help=f"comma-separated, in schedule order (default: every fault of the topology); single: {', '.join(FAULTS)}; "
+        f"cluster adds: {', '.join(NODE_FAULTS)}; 'none' for no faults",
+    )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="start the topology and keep it running (with the nemesis, unless --faults none) for another "
+        "workload to drive, until Ctrl-C; prints the service's URL and the tenants' keys (also to --json)",
+    )
     parser.add_argument("--interval", type=float, default=4.0, help="seconds of calm between two faults")
     parser.add_argument("--seed", type=int, default=None, help="one seed (same as --seeds N)")
     parser.add_argument("--seeds", default="1", help="comma-separated; each runs on a fresh cluster")
@@ -59,10 +83,16 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--drain-timeout", type=float, default=None, help="seconds (default: the retry schedule's length + 60)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     options = parser.parse_args(argv)
-    options.fault_names = [name.strip() for name in options.faults.split(",") if name.strip()]
-    unknown = [name for name in options.fault_names if name not in FAULTS]
+    known = faults_of(options.topology)
+    if options.faults is None:
+        options.fault_names = list(known)
+    elif options.faults.strip() == "none":
+        options.fault_names = []
+    else:
+        options.fault_names = [name.strip() for name in options.faults.split(",") if name.strip()]
+    unknown = [name for name in options.fault_names if name not in known]
     if unknown:
-        parser.error(f"unknown faults {', '.join(unknown)}; choose among {', '.join(FAULTS)}")
+        parser.error(f"unknown faults {', '.join(unknown)} for --topology {options.topology}; choose among {', '.join(known)}")
     try:
         options.seed_list = (
             [options.seed] if options.seed is not None else [int(s) for s in options.seeds.split(",") if s.strip()]
@@ -94,7 +124,7 @@ def nemesis(
         started = time.time()
         history.faults_begun += 1
         try:
-            what = FAULTS[name](cluster, rng)
+            what = faults_of(cluster.topology)[name](cluster, rng)
         except Exception as error:  # a fault that failed half-way: heal and go on
             what = f"failed: {error!r}"
             cluster.heal()
@@ -261,8 +291,8 @@ def run(options: argparse.Namespace, seed: int) -> Report:
         overrides["MEMORY_RETRY_BACKOFF_MAX"] = str(options.retry_backoff_max)
     if options.persist_max_retries is not None:
         overrides["MEMORY_PERSIST_MAX_RETRIES"] = str(options.persist_max_retries)
-    cluster = Cluster(tenant_count=options.tenants, settings=overrides)
-    say(f"seed {seed}: starting PostgreSQL, Redis, RabbitMQ, gunicorn and two Celery workers …")
+    cluster = Cluster(tenant_count=options.tenants, settings=overrides, topology=options.topology)
+    say(f"seed {seed}: starting {cluster.describe()}, gunicorn and two Celery workers …")
     try:
         cluster.start()
         from django.conf import settings
@@ -330,6 +360,60 @@ def run(options: argparse.Namespace, seed: int) -> Report:
         cluster.stop()
 
 
+def serve(options: argparse.Namespace, seed: int) -> int:
+    """The topology, kept running for a workload of someone else's, with the nemesis breaking nodes on
+    its schedule, until Ctrl-C or SIGTERM; then everything is healed, stopped and removed."""
+    rng = random.Random(seed)
+    cluster = Cluster(tenant_count=options.tenants, topology=options.topology)
+    say(f"starting {cluster.describe()}, gunicorn and two Celery workers …")
+    stop_nemesis = threading.Event()
+    try:
+        cluster.start()
+        described = {
+            "url": cluster.web.url,
+            "tenants": [{"slug": tenant.slug, "key": tenant.key} for tenant in cluster.tenants],
+            "topology": options.topology,
+            "faults": options.fault_names,
+            "environment": {name: value for name, value in cluster.env.items() if name in SERVICE_SETTINGS},
+        }
+        if options.json:
+            options.json.write_text(json.dumps(described, indent=2))
+        print(json.dumps(described, indent=2), flush=True)
+        faults: list[str] = []
+        chaos = threading.Thread(
+            target=nemesis,
+            args=(cluster, options.fault_names, options.interval, stop_nemesis, rng, History(), faults),
+            daemon=True,
+        )
+        chaos.start()
+        say(f"serving {cluster.web.url}; {len(options.fault_names)} faults on the schedule; Ctrl-C stops")
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        stop_nemesis.set()
+        say("healing and stopping the servers …")
+        try:
+            cluster.heal()
+        finally:
+            cluster.stop()
+
+
+# What serve() prints of the processes' environment: enough to start another process of the service on it.
+SERVICE_SETTINGS = (
+    "DJANGO_SETTINGS_MODULE",
+    "DATABASE_URL",
+    "DATABASE_REPLICA_URL",
+    "REDIS_URL",
+    "MEMORY_REDIS_CLUSTER",
+    "CELERY_BROKER_URL",
+    "MEMORY_QUEUE",
+    "MEMORY_DERIVED_QUEUE",
+    "MEMORY_QUEUE_TYPE",
+)
+
+
 def progress(history: History) -> str:
     with history.lock:
         appends, reads = list(history.appends), len(history.reads)
@@ -390,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     options = arguments(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out, as on Ctrl-C
+    if options.serve:
+        return serve(options, options.seed_list[0])
     if len(options.seed_list) > 1:
         return run_seeds(options, argv)
     seed = options.seed_list[0]

@@ -17,6 +17,7 @@ import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from torture.processes import (
@@ -58,6 +59,24 @@ class Cluster:
     settings: dict[str, str] = field(default_factory=dict)  # MEMORY_* overrides for every process
     redis_forgotten: list[float] = field(default_factory=list)  # when Redis restarted empty
     redis_unreachable: list[tuple[float, float]] = field(default_factory=list)  # when it did not answer
+    topology: str = "single"  # or "cluster": each engine on several nodes (TOPOLOGIES)
+
+    def __post_init__(self) -> None:
+        if self.topology not in TOPOLOGIES:
+            raise ValueError(f"unknown topology {self.topology!r}; choose among {', '.join(TOPOLOGIES)}")
+        if self.topology == "cluster":
+            from torture.postgres_replica import PrivatePostgresPair
+            from torture.rabbit_cluster import PrivateRabbitCluster
+            from torture.redis_cluster import PrivateRedisCluster
+
+            self.postgres = PrivatePostgresPair()
+            self.redis = PrivateRedisCluster()
+            self.rabbit = PrivateRabbitCluster()
+
+    def describe(self) -> str:
+        if self.topology == "cluster":
+            return "PostgreSQL with a streaming replica, a Redis Cluster of 3 primaries and 3 replicas, 3 RabbitMQ nodes"
+        return "PostgreSQL, Redis, RabbitMQ"
 
     def start(self) -> None:
         self.postgres.start()
@@ -78,11 +97,23 @@ class Cluster:
         )
         for name in ("MEMORY_RETRY_BACKOFF_MAX", "MEMORY_PERSIST_MAX_RETRIES"):
             self.env.pop(name, None)  # the service's defaults, unless overridden below
+        engines = {}
+        if self.topology == "cluster":  # the clustered engines' URLs and settings (several nodes, replica, queue type)
+            for engine in (self.postgres, self.redis, self.rabbit):
+                engines.update(engine.service_env())
+        self.env.update(engines)
         self.env.update(self.settings)
         os.environ.update(
             {name: self.env[name] for name in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
         )
-        for name in ("MEMORY_QUEUE", "MEMORY_DERIVED_QUEUE", "MEMORY_EMBEDDING_MODEL", "MEMORY_RATE_LIMIT", *self.settings):
+        for name in (
+            "MEMORY_QUEUE",
+            "MEMORY_DERIVED_QUEUE",
+            "MEMORY_EMBEDDING_MODEL",
+            "MEMORY_RATE_LIMIT",
+            *engines,
+            *self.settings,
+        ):
             os.environ[name] = self.env[name]
         self._prepare_database()
         self.web = WebServer(env=self.env, name="torture-web", workers=self.web_workers)
@@ -290,6 +321,19 @@ class Cluster:
 
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
+        if self.topology == "cluster":
+            for engine in (self.redis, self.rabbit, self.postgres):
+                engine.heal()
+        else:
+            self._heal_single_nodes()
+        for worker in self.workers:
+            if not worker.running:
+                worker.start()
+        if self.web is not None and not self.web.running:
+            self.web.start()
+        wait_until(self.web.answers, timeout=60, message="the web server to answer")
+
+    def _heal_single_nodes(self) -> None:
         if self.redis.process is None or self.redis.process.poll() is not None:
             self.redis_forgotten.append(time.time())
             self.redis.start()
@@ -302,12 +346,6 @@ class Cluster:
             self.rabbit.start_app()
         self.rabbit.accept_publishes(QUEUE)
         self.postgres.start()
-        for worker in self.workers:
-            if not worker.running:
-                worker.start()
-        if self.web is not None and not self.web.running:
-            self.web.start()
-        wait_until(self.web.answers, timeout=60, message="the web server to answer")
 
 
 # In schedule order (round and round): the instant faults, outages and combined faults interleaved,
@@ -327,3 +365,22 @@ FAULTS = {
     "rabbitmq-restart-during-postgres-outage": Cluster.restart_rabbitmq_during_postgres_outage,
     "rabbitmq-restart": Cluster.restart_rabbitmq,
 }
+
+TOPOLOGIES = ("single", "cluster")
+
+# The clustered topology's own faults: a node of one engine killed (its role taken over by the others),
+# alone or while another engine is broken too.
+NODE_FAULTS: dict[str, Callable[[Cluster, random.Random], str]] = {}
+
+# What runs on the clustered topology, in schedule order: the process faults, each engine's node fault,
+# then the combined ones. Single-node faults that restart or pause "the" Redis or RabbitMQ have no meaning there.
+CLUSTER_FAULTS = {
+    "kill-worker-process": Cluster.kill_worker_process,
+    "kill-web-worker": Cluster.kill_web_worker,
+    "kill-worker": Cluster.kill_worker,
+    "postgres-stop": Cluster.stop_postgres,
+}
+
+
+def faults_of(topology: str) -> dict[str, Callable[[Cluster, random.Random], str]]:
+    return {**CLUSTER_FAULTS, **NODE_FAULTS} if topology == "cluster" else FAULTS
