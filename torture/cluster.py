@@ -288,6 +288,14 @@ class Cluster:
             self.postgres.start()
         return f"PostgreSQL stopped; RabbitMQ restarted meanwhile; PostgreSQL started{waited}"
 
+    def kill_postgres_replica(self, rng: random.Random) -> str:
+        """SIGKILL the PostgreSQL read replica (``PrivatePostgresPair``) under load, a few seconds
+        down, then streaming again: the reads it served fall back to the primary, nothing fails."""
+        kill = getattr(self.postgres, "kill_replica", None)
+        if kill is None:
+            return "no PostgreSQL replica in this topology"
+        return kill(rng)
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.redis.process is None or self.redis.process.poll() is not None:
@@ -326,4 +334,9 @@ FAULTS = {
     "postgres-stop": Cluster.stop_postgres,
     "rabbitmq-restart-during-postgres-outage": Cluster.restart_rabbitmq_during_postgres_outage,
     "rabbitmq-restart": Cluster.restart_rabbitmq,
+}
+
+# Faults of one node of a clustered engine (``--topology cluster``).
+NODE_FAULTS = {
+    "kill_postgres_replica": Cluster.kill_postgres_replica,
 }
