@@ -26,6 +26,7 @@ from conversations import cache, context, metrics, services
 from conversations.models import CONTENT_WORDS, CacheRepair, Conversation, Message
 from core.exceptions import NotFound, ServiceUnavailable
 from core.metrics import fallbacks, registry
+from core.replica import stale_read, stale_reads_allowed
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -173,8 +174,15 @@ def _rebuild_locked(
     and a rebuild that fails on the way releases it here. None when Redis failed."""
     rebuilt = None
     try:
-        rebuilt = services.cache_rebuild(
-            tenant=tenant, conversation_id=conversation_id, limit=limit, snapshot=snapshot, rebuild_token=token, later=True
+        if snapshot is None:  # the pending writes first, then how far the replica must have replayed
+            snapshot = cache.snapshot(tenant_slug=tenant.slug, conversation_id=conversation_id)
+        # The rows may come from the replica, once it has replayed every write committed before this
+        # read began (read-your-writes with Redis emptied: core/replica.py).
+        rebuilt = stale_read(
+            lambda: services.cache_rebuild(
+                tenant=tenant, conversation_id=conversation_id, limit=limit, snapshot=snapshot, rebuild_token=token, later=True
+            ),
+            read_your_writes=True,
         )
     except cache.CacheUnavailable:
         return None
@@ -224,6 +232,8 @@ def _window_from_database(
     return Window(messages=query.page(merged), source="database")
 
 
+# Read after the pending writes: on the replica once it has replayed every write committed before the read began.
+@stale_reads_allowed(read_your_writes=True)
 def _filtered_rows(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> list[dict[str, Any]]:
     """The newest rows the query can show (``skip + limit`` of those it matches), oldest first."""
     return services.conversation_messages(

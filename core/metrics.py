@@ -2,7 +2,8 @@
 
 Each app's own figures live with it (``conversations.metrics`` for the write path and the workers,
 ``search.metrics`` for the vectors); these are the ones shared by all: Redis operations, timed and
-counted by ``core.redis_client``, and the degraded paths an app takes when a backing service is down.
+counted by ``core.redis_client``, the degraded paths an app takes when a backing service is down, and
+where the reads that may be stale went (``core.replica``).
 """
 
 import os
@@ -20,6 +21,14 @@ fallbacks = Counter(
     "memory_fallbacks_total",
     "Degraded paths taken: reads served by PostgreSQL with Redis down, writes with PostgreSQL or Redis down.",
     ["kind"],
+)
+replica_reads = Counter(
+    "memory_replica_reads_total",
+    "Reads that may be slightly stale (cold windows, search, admin lists), by the server that answered and why.",
+    ["served_by"],
+)
+replica_state_changes = Counter(
+    "memory_replica_state_changes_total", "The read replica found down, or answering again, by this process.", ["state"]
 )
 
 

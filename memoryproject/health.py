@@ -18,6 +18,9 @@ is committed to PostgreSQL in the request. So:
 * ``unavailable`` (503): no write can be accepted (Redis up and the broker down, or Redis and
   PostgreSQL both down); ``message`` names what failed and what to do.
 
+With a read replica (``DATABASE_REPLICA_URL``) it is checked too; a replica that does not answer is
+at most ``degraded``: the reads it would serve go to the primary (core/replica.py).
+
 Both answer before any other middleware: a probe speaks plain HTTP to the process's own address,
 which neither the SSL redirect nor ``ALLOWED_HOSTS`` would let through, and it is not logged as a
 request. They reveal nothing a stranger could use: no URL, host, error text or tenant, only which
@@ -36,6 +39,7 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from conversations import cache
+from core.replica import replica_answers, replica_configured
 
 LIVENESS_PATH = "/healthz"
 READINESS_PATH = "/readyz"
@@ -47,6 +51,7 @@ BACKENDS = {
     "database": "PostgreSQL (DATABASE_URL)",
     "cache": "Redis (REDIS_URL)",
     "broker": "the broker (CELERY_BROKER_URL)",
+    "replica": "the read replica (DATABASE_REPLICA_URL)",
 }
 
 
@@ -109,6 +114,8 @@ def _run(check: Callable[[], None]) -> dict[str, Any]:
 def readiness_check() -> Readiness:
     """Run every check and decide whether this process can accept a write durably."""
     checks = {name: _run(check) for name, check in CHECKS.items()}
+    if replica_configured():
+        checks["replica"] = _run(replica_answers)
     up = {name: result["ok"] for name, result in checks.items()}
     down = [BACKENDS[name] for name, ok in up.items() if not ok]
     if not down:
@@ -117,11 +124,12 @@ def readiness_check() -> Readiness:
     accepts_writes = up["broker"] if up["cache"] else up["database"]
     if accepts_writes:
         status = "degraded"
-        consequence = (
-            "writes are accepted through Redis and the broker and persisted once PostgreSQL is back"
-            if up["cache"]
-            else "writes are committed to PostgreSQL in the request and reads come from PostgreSQL"
-        )
+        if all(up[name] for name in CHECKS):  # the replica alone
+            consequence = "the reads it would serve go to PostgreSQL (DATABASE_URL)"
+        elif up["cache"]:
+            consequence = "writes are accepted through Redis and the broker and persisted once PostgreSQL is back"
+        else:
+            consequence = "writes are committed to PostgreSQL in the request and reads come from PostgreSQL"
     else:
         status = "unavailable"
         consequence = "no write can be accepted"

@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
 
 from conversations.models import Conversation, Message
 from core.exceptions import LimitExceeded, NotFound
+from core.replica import read_connection, stale_reads_allowed
 from search import embeddings, ranking, vectors
 from search.filters import NO_FILTERS, SearchFilters
 from tenants.models import Tenant
@@ -153,6 +153,7 @@ class _Scope:
     filters: SearchFilters = NO_FILTERS
 
 
+@stale_reads_allowed()  # a message is found a moment after it is persisted: the replica may answer (core/replica.py)
 def memory_search(
     *, tenant: Tenant, request: SearchRequest, conversation_id: str | None = None, user_id: str | None = None
 ) -> SearchResult:
@@ -297,7 +298,7 @@ def _hybrid(
 
 def _neighbours(*, tenant: Tenant, scope: _Scope, keys: list[int]) -> dict[int, tuple[int, ...]]:
     """For each message of ``keys``, the searched turns just before and after it that the filters let through."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             ranking.NEIGHBOURS_SQL,
             {"tenant": tenant.pk, "conversations": scope.conversation_pks, "keys": keys, **scope.filters.sql_parameters()},
@@ -313,7 +314,7 @@ def _vectors(*, tenant: Tenant, scope: _Scope, model: str) -> dict[int, vectors.
     found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
     if not scope.filters.narrows_messages or not found:
         return found
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             ranking.FILTERED_MESSAGES_SQL,
             {"tenant": tenant.pk, "conversations": list(found), **scope.filters.sql_parameters()},
@@ -324,7 +325,7 @@ def _vectors(*, tenant: Tenant, scope: _Scope, model: str) -> dict[int, vectors.
 
 def _bm25(*, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int) -> list[tuple[int, float]]:
     parameters = {"tenant": tenant.pk, "conversations": scope.conversation_pks, "query": query, "limit": limit, "top": top}
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(ranking.BM25_SQL, parameters | scope.filters.sql_parameters())
         return [(key, float(score)) for key, score in cursor.fetchall()]
 

@@ -319,6 +319,14 @@ class Cluster:
             self.postgres.start()
         return f"PostgreSQL stopped; RabbitMQ restarted meanwhile; PostgreSQL started{waited}"
 
+    def kill_postgres_replica(self, rng: random.Random) -> str:
+        """SIGKILL the PostgreSQL read replica (``PrivatePostgresPair``) under load, a few seconds
+        down, then streaming again: the reads it served fall back to the primary, nothing fails."""
+        kill = getattr(self.postgres, "kill_replica", None)
+        if kill is None:
+            return "no PostgreSQL replica in this topology"
+        return kill(rng)
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.topology == "cluster":
@@ -370,7 +378,9 @@ TOPOLOGIES = ("single", "cluster")
 
 # The clustered topology's own faults: a node of one engine killed (its role taken over by the others),
 # alone or while another engine is broken too.
-NODE_FAULTS: dict[str, Callable[[Cluster, random.Random], str]] = {}
+NODE_FAULTS: dict[str, Callable[[Cluster, random.Random], str]] = {
+    "postgres-replica-kill": Cluster.kill_postgres_replica,
+}
 
 # What runs on the clustered topology, in schedule order: the process faults, each engine's node fault,
 # then the combined ones. Single-node faults that restart or pause "the" Redis or RabbitMQ have no meaning there.

@@ -11,9 +11,9 @@ from decimal import Decimal
 from typing import Any
 
 import structlog
-from django.db import connection
 
 from conversations.models import Message
+from core.replica import read_connection
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -89,7 +89,8 @@ def conversation_messages(
         filters += " AND created_at <= %s"
         parameters.append(end_date)
     parameters.append(limit)
-    with connection.cursor() as cursor:
+    # The primary, or the replica inside a cold window's stale read (core/replica.py).
+    with read_connection().cursor() as cursor:
         cursor.execute(CONVERSATION_MESSAGES_SQL.format(filters=filters), parameters)
         rows = cursor.fetchall()
     rows.reverse()

@@ -176,6 +176,27 @@ def database_settings(url: str) -> dict:
     return database
 
 
+# A PostgreSQL streaming replica (a hot standby of DATABASE_URL) for the reads that may be slightly
+# stale: cold windows past the cache, search, the admin's lists (core/replica.py). Empty: every read
+# on DATABASE_URL.
+DATABASE_REPLICA_URL = env.str("DATABASE_REPLICA_URL", default="")
+# Seconds the replica may be behind the primary and still serve search and the admin's lists (a cold
+# window needs it to have replayed everything the primary had written when the read began).
+MEMORY_REPLICA_MAX_LAG = env.float("MEMORY_REPLICA_MAX_LAG", default=2.0)
+# Seconds a process sends every read to the primary after losing the replica, before trying it again.
+MEMORY_REPLICA_RETRY_SECONDS = env.float("MEMORY_REPLICA_RETRY_SECONDS", default=5.0)
+DATABASE_ROUTERS = ["core.replica.ReplicaRouter"] if DATABASE_REPLICA_URL else []
+
+
+def with_replica(databases: dict) -> dict:
+    """``databases`` plus the ``replica`` alias when DATABASE_REPLICA_URL is set."""
+    if not DATABASE_REPLICA_URL:
+        return databases
+    replica = database_settings(DATABASE_REPLICA_URL)
+    replica["TEST"] = {"MIRROR": "default"}  # a test run's reads through it see its own test database
+    return {**databases, "replica": replica}
+
+
 def durable_queues(*names: str) -> tuple[Queue, ...]:
     return tuple(Queue(name, Exchange(name, type="direct", durable=True), routing_key=name, durable=True) for name in names)
 

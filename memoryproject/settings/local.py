@@ -6,7 +6,7 @@ under ``./var/`` (see ``memoryproject/embedded.py``); the Celery broker is then 
 """
 
 from .base import *  # noqa: F403
-from .base import BASE_DIR, cache_settings, database_settings, env
+from .base import BASE_DIR, cache_settings, database_settings, env, with_replica
 
 # Django's secret: signs sessions and CSRF tokens, and derives the keys of MEMORY_CREDENTIAL_KEYS and
 # MEMORY_TOMBSTONE_KEYS when they are unset. Required in production: a long random string, kept secret.
@@ -21,7 +21,7 @@ else:
     _embedded = {}
 
 # PostgreSQL, as a URL (postgres://user:password@host:5432/name). Unset with the local settings: the embedded PostgreSQL.
-DATABASES = {"default": database_settings(env.str("DATABASE_URL", default="") or _embedded["DATABASE_URL"])}
+DATABASES = with_replica({"default": database_settings(env.str("DATABASE_URL", default="") or _embedded["DATABASE_URL"])})
 # Redis, as a URL (redis://host:6379/0). Unset with the local settings: the embedded Redis.
 REDIS_URL = env.str("REDIS_URL", default="") or _embedded["REDIS_URL"]
 CACHES = cache_settings(REDIS_URL)

@@ -1,10 +1,10 @@
 """Production settings: every service URL and the secret key must come from the environment."""
 
 from .base import *  # noqa: F403
-from .base import cache_settings, database_settings, env
+from .base import cache_settings, database_settings, env, with_replica
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")
-DATABASES = {"default": database_settings(env.str("DATABASE_URL"))}
+DATABASES = with_replica({"default": database_settings(env.str("DATABASE_URL"))})
 REDIS_URL = env.str("REDIS_URL")
 CACHES = cache_settings(REDIS_URL)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")

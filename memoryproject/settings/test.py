@@ -4,13 +4,15 @@ Redis uses its own database number so a test run never touches another user's ke
 """
 
 from .base import *  # noqa: F403
-from .base import cache_settings, database_settings, durable_queues, env
+from .base import cache_settings, database_settings, durable_queues, env, with_replica
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="test-only-secret-key-not-for-production")
 DEBUG = False
 ALLOWED_HOSTS = ["*"]
 
-DATABASES = {"default": database_settings(env.str("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/memory"))}
+DATABASES = with_replica(
+    {"default": database_settings(env.str("DATABASE_URL", default="postgres://postgres@127.0.0.1:5432/memory"))}
+)
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/9")
 CACHES = cache_settings(REDIS_URL)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="amqp://guest:guest@127.0.0.1:5672//")
