@@ -288,6 +288,15 @@ class Cluster:
             self.postgres.start()
         return f"PostgreSQL stopped; RabbitMQ restarted meanwhile; PostgreSQL started{waited}"
 
+    def kill_redis_primary(self, rng: random.Random) -> str:
+        """Redis Cluster only: SIGKILL a primary; its replica takes its slots over, the killed node
+        rejoins as a replica. Commands to those slots fail until then: recorded as unreachable."""
+        started = time.time()
+        try:
+            return self.redis.kill_primary(rng)
+        finally:
+            self.redis_unreachable.append((started, time.time()))
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.redis.process is None or self.redis.process.poll() is not None:
@@ -327,3 +336,6 @@ FAULTS = {
     "rabbitmq-restart-during-postgres-outage": Cluster.restart_rabbitmq_during_postgres_outage,
     "rabbitmq-restart": Cluster.restart_rabbitmq,
 }
+
+# Faults of one node of a clustered engine (``--topology cluster``).
+NODE_FAULTS = {"kill_redis_primary": Cluster.kill_redis_primary}
