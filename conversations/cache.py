@@ -925,7 +925,9 @@ def settle(
             calls.append((index, scripts.remove, *_remove_call(tenant_slug, conversation_id, message)))
     pipeline = client().pipeline(transaction=False)
     for _, script, keys, args in calls:
-        pipeline.evalsha(script.sha, len(keys), *keys, *args)
+        # Not pipeline.evalsha: redis-py's cluster pipeline refuses it, as a script could name keys
+        # of several slots; each of these names one conversation's, and the pipeline routes it there.
+        pipeline.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
     for tenant_slug, conversation_id in claims:
         for task in tasks:
             pipeline.set(key(tenant_slug, conversation_id, f"queued:{task}"), 1, nx=True, ex=claim_ttl)
@@ -960,7 +962,9 @@ def get_messages_by_id(*, tenant_slug: str, conversation_id: str, message_ids: I
 
     def read() -> tuple[list[Any], list[Any]]:
         pipeline = client().pipeline(transaction=False)
-        pipeline.mget([message_key(tenant_slug, conversation_id, i) for i in ids])
+        # MGET by name: redis-py's cluster pipeline refuses pipeline.mget (keys of several slots);
+        # these are one conversation's keys, one slot, which the pipeline routes to.
+        pipeline.execute_command("MGET", *[message_key(tenant_slug, conversation_id, i) for i in ids])
         pipeline.hmget(pending, ids)  # a pending write outlives its message key (7 days against 24 h)
         keyed, waiting = pipeline.execute()
         return keyed, waiting
