@@ -107,6 +107,8 @@ def message_append(
         logger.warning("append_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         fallbacks.labels(kind="write_without_cache").inc()
         result = _append_through_database(**append)
+        if settings.MEMORY_REDIS_CLUSTER:
+            _forget_cached_window(tenant=tenant, conversation_id=conversation_id)
     created = [message for message, new in zip(result.messages, result.new, strict=True) if new]
     if created:
         metrics.messages_accepted.labels(tenant=tenant.slug).inc(len(created))
@@ -118,6 +120,18 @@ def message_append(
             first_seq=created[0]["seq"],
         )
     return AppendResult(messages=result.messages, created=bool(created))
+
+
+def _forget_cached_window(*, tenant: Tenant, conversation_id: str) -> None:
+    """On Redis Cluster, one slot's primary failing (a failover under way) sends an append through
+    PostgreSQL while the other slots, and soon this one, still serve windows: the conversation's
+    cached window, which lacks the rows just committed, goes, so the next read rebuilds it from them.
+    If this slot does not answer yet, its window is rebuilt by the cache repair sweep, or completed
+    by the worker's settle of these rows (``_append_through_database``)."""
+    try:
+        cache.invalidate(tenant_slug=tenant.slug, conversation_id=conversation_id)
+    except cache.CacheUnavailable:
+        pass
 
 
 def _field(prefix: str, name: str) -> str:
