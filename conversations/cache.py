@@ -33,6 +33,13 @@ without decoding.
 
 Every multi-step change is one Lua script. All calls here use the strict client (``core.redis_client``):
 a Redis error raises :class:`CacheUnavailable`, and the caller decides on purpose what degraded mode to take.
+
+Redis Cluster: every script names its keys in ``KEYS`` and builds none of its own, and the keys of
+one call are one conversation's (a hash tag: one slot), the ledger's, or one chat-run key. Pipelines
+of several conversations (``settle``, ``states``) are split by slot by the cluster client. The two
+scripts an acknowledgement depends on, ``reserve`` (the lock, the seqs, the reservations) and
+``merge`` of pending writes (the window, the ledger), wait for a replica (``replicated``), so the
+replica a failover promotes holds every acknowledged write: see ``docs/operations.md``.
 """
 
 import functools
@@ -46,7 +53,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from core.redis_client import CacheUnavailable, Scripts, call, client
+from core.redis_client import CacheUnavailable, ReplicaUnconfirmed, Scripts, call, client, replicated, scan_keys
 
 HEADER_PREFIX = '{"seq":0,'
 HEADER_BYTES = HEADER_PREFIX.encode()
@@ -598,20 +605,27 @@ def reserve(
 
     Each of ``messages`` (given without ``seq``; message n gets ``first_seq + n``) is looked up in
     the ledger, and recorded as reserved with its seq when not found (``look_up=False``: recorded
-    without looking: a second reservation of the same messages)."""
+    without looking: a second reservation of the same messages). Confirmed by a replica before it
+    returns (``replicated``), else ReplicaUnconfirmed: the lock is then held, the reservations made."""
     keys = ConversationKeys.of(tenant_slug, conversation_id)
     args: list[Any] = [token, count, lock_ms, settings.MEMORY_PENDING_TTL, seq_floor, "lookup" if look_up else "record"]
     message_keys = []
     for message in messages:
         args += [message["id"], message_json(message | {"seq": 0})[len(HEADER_PREFIX) :]]
         message_keys.append(message_key(tenant_slug, conversation_id, message["id"]))
-    reply = call(
-        "reserve",
-        tenant_slug,
-        _scripts.reserve,
-        keys=[keys.state, keys.lock, keys.messages, keys.reserved, keys.pending, *message_keys],
-        args=args,
-    )
+    try:
+        reply = call(
+            "reserve",
+            tenant_slug,
+            replicated,
+            _scripts.reserve,
+            keys=[keys.state, keys.lock, keys.messages, keys.reserved, keys.pending, *message_keys],
+            args=args,
+        )
+    except ReplicaUnconfirmed as error:
+        if int(error.reply[0]) < 0:  # the lock was busy: nothing was written, nothing to confirm
+            return None
+        raise
     if int(reply[0]) < 0:
         return None
     found = tuple(
@@ -705,9 +719,15 @@ def merge(
     token: str = "",
 ) -> None:
     """Put messages into the cache in seq order; ``mode`` is ``pending`` (acknowledged, not yet
-    persisted), ``settled`` (the row is committed) or ``reassert`` (pending again if Redis lost them)."""
+    persisted), ``settled`` (the row is committed) or ``reassert`` (pending again if Redis lost them).
+
+    Pending writes are acknowledged next: they are confirmed by a replica first (``replicated``),
+    else ReplicaUnconfirmed (merged on the primary, which a failover may undo)."""
     keys, args = _merge_call(tenant_slug, conversation_id, messages, mode=mode, ttl=ttl, token=token)
-    call("merge", tenant_slug, _scripts.merge, keys=keys, args=args)
+    if mode == "pending":
+        call("merge", tenant_slug, replicated, _scripts.merge, keys=keys, args=args)
+    else:
+        call("merge", tenant_slug, _scripts.merge, keys=keys, args=args)
 
 
 def _merge_call(
@@ -905,7 +925,9 @@ def settle(
             calls.append((index, scripts.remove, *_remove_call(tenant_slug, conversation_id, message)))
     pipeline = client().pipeline(transaction=False)
     for _, script, keys, args in calls:
-        pipeline.evalsha(script.sha, len(keys), *keys, *args)
+        # Not pipeline.evalsha: redis-py's cluster pipeline refuses it, as a script could name keys
+        # of several slots; each of these names one conversation's, and the pipeline routes it there.
+        pipeline.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
     for tenant_slug, conversation_id in claims:
         for task in tasks:
             pipeline.set(key(tenant_slug, conversation_id, f"queued:{task}"), 1, nx=True, ex=claim_ttl)
@@ -940,7 +962,9 @@ def get_messages_by_id(*, tenant_slug: str, conversation_id: str, message_ids: I
 
     def read() -> tuple[list[Any], list[Any]]:
         pipeline = client().pipeline(transaction=False)
-        pipeline.mget([message_key(tenant_slug, conversation_id, i) for i in ids])
+        # MGET by name: redis-py's cluster pipeline refuses pipeline.mget (keys of several slots);
+        # these are one conversation's keys, one slot, which the pipeline routes to.
+        pipeline.execute_command("MGET", *[message_key(tenant_slug, conversation_id, i) for i in ids])
         pipeline.hmget(pending, ids)  # a pending write outlives its message key (7 days against 24 h)
         keyed, waiting = pipeline.execute()
         return keyed, waiting
@@ -1023,7 +1047,8 @@ def set_context(
 
 
 def erase(*, tenant_slug: str, conversation_id: str, erased_before: int | None = None) -> int:
-    """Delete every key of a conversation (SCAN over its prefix; ids never hold glob characters).
+    """Delete every key of a conversation (SCAN over its prefix, on the one node of its slot in a
+    cluster; ids never hold glob characters).
 
     With ``erased_before``, leave the erase's floor (``erase_floor_key``, for the pending TTL): a
     worker that committed a row just before the erase and settles it after must not put it back.
@@ -1035,7 +1060,7 @@ def erase(*, tenant_slug: str, conversation_id: str, erased_before: int | None =
     def scan_and_delete() -> int:
         count = 0
         batch: list[bytes] = []
-        for found in connection.scan_iter(match=pattern, count=500):
+        for found in scan_keys(connection, pattern, slot_key=floor):
             batch.append(found)
             if len(batch) >= 500:
                 count += connection.unlink(*batch)
@@ -1059,7 +1084,7 @@ def clear_messages(*, tenant_slug: str, conversation_id: str, token: str, erased
     def scan_and_clear() -> int:
         found: list[bytes] = []
         for suffix in ("message:*", "context:*"):
-            found.extend(connection.scan_iter(match=key(tenant_slug, conversation_id, suffix), count=500))
+            found.extend(scan_keys(connection, key(tenant_slug, conversation_id, suffix), slot_key=keys.state))
         return _scripts.clear_messages(
             keys=[
                 keys.state,

@@ -32,6 +32,10 @@ idempotency_unknown = Counter(
     "memory_idempotency_unknown_total",
     "Appends answered 503 because the service could not tell whether a client's message id was already stored.",
 )
+replica_unconfirmed = Counter(
+    "memory_replica_unconfirmed_total",
+    "Appends answered 503 replica_unavailable because no Redis replica confirmed their seqs in time (Redis Cluster).",
+)
 persist_retries = Counter(
     "memory_persist_retries_total",
     "Persist attempts tried again: the payload failed with the database answering, or the database was unreachable.",

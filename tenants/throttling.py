@@ -42,7 +42,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from core.metrics import fallbacks
-from core.redis_client import CacheUnavailable, Scripts, call, client
+from core.redis_client import CacheUnavailable, Scripts, call, client, clustered
 from tenants.addresses import client_ip
 from tenants.models import Tenant
 
@@ -73,7 +73,14 @@ _scripts = Scripts(throttle_count=THROTTLE_COUNT, auth_record_counted=AUTH_RECOR
 
 def auth_record_counted(*, record_key: str, tenant_slug: str, throttle_key: str, ttl: int) -> tuple[bytes | None, int]:
     """An API key's cached record and one request counted in its tenant's throttle window (created
-    with its expiry if new), in one command: a script, 0.04 ms against 0.06 ms for a MULTI."""
+    with its expiry if new), in one command: a script, 0.04 ms against 0.06 ms for a MULTI.
+
+    On Redis Cluster the two keys live in different slots (one is the key's, the other its tenant's)
+    and no script may touch both: the record is read, then the request counted."""
+    connection = client()
+    if clustered(connection):
+        record = call("auth_throttle", tenant_slug, connection.get, record_key)
+        return record, throttle_count(tenant_slug=tenant_slug, key=throttle_key, ttl=ttl)
     record, count = call("auth_throttle", tenant_slug, _scripts.auth_record_counted, keys=[record_key, throttle_key], args=[ttl])
     return record, int(count)
 

@@ -327,6 +327,15 @@ class Cluster:
             return "no PostgreSQL replica in this topology"
         return kill(rng)
 
+    def kill_redis_primary(self, rng: random.Random) -> str:
+        """Redis Cluster only: SIGKILL a primary; its replica takes its slots over, the killed node
+        rejoins as a replica. Commands to those slots fail until then: recorded as unreachable."""
+        started = time.time()
+        try:
+            return self.redis.kill_primary(rng)
+        finally:
+            self.redis_unreachable.append((started, time.time()))
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.topology == "cluster":
@@ -379,6 +388,7 @@ TOPOLOGIES = ("single", "cluster")
 # The clustered topology's own faults: a node of one engine killed (its role taken over by the others),
 # alone or while another engine is broken too.
 NODE_FAULTS: dict[str, Callable[[Cluster, random.Random], str]] = {
+    "redis-primary-kill": Cluster.kill_redis_primary,
     "postgres-replica-kill": Cluster.kill_postgres_replica,
 }
 

@@ -7,7 +7,7 @@ requests): each attempt is recorded with its times, its answer and the (id, seq)
 The operation starts at its first attempt. An attempt's verdict, by the service's contract:
 
 * ``ok``: 201 or 200, every message answered with its id and seq;
-* ``refused``: nothing was stored (a 4xx, or a 503 ``broker_unavailable``, ``idempotency_unknown``,
+* ``refused``: nothing was stored (a 4xx, or a 503 ``broker_unavailable``, ``replica_unavailable``, ``idempotency_unknown``,
   ``conversation_busy`` or ``backends_unavailable``);
 * ``indeterminate``: a 503 ``write_indeterminate``, whose details give the (id, seq) of each message;
 * ``unknown``: no answer (a timeout, a dropped connection, a 5xx other than those 503s).
@@ -48,7 +48,9 @@ CHAIN_DEADLINE = 30.0  # seconds a client keeps resending one append before it g
 RESEND_DELAY = (1.0, 20.0)  # seconds between an acknowledgement and its resend
 
 # The 503 codes that promise nothing was stored, and the one that says the write may be stored.
-REFUSAL_CODES = frozenset({"broker_unavailable", "idempotency_unknown", "conversation_busy", "backends_unavailable"})
+REFUSAL_CODES = frozenset(
+    {"broker_unavailable", "idempotency_unknown", "conversation_busy", "backends_unavailable", "replica_unavailable"}
+)
 INDETERMINATE_CODE = "write_indeterminate"
 
 # Client kinds and their base weights; each client scales them by a factor drawn from its seed.

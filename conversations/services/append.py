@@ -107,6 +107,8 @@ def message_append(
         logger.warning("append_cache_unavailable", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         fallbacks.labels(kind="write_without_cache").inc()
         result = _append_through_database(**append)
+        if settings.MEMORY_REDIS_CLUSTER:
+            _forget_cached_window(tenant=tenant, conversation_id=conversation_id)
     created = [message for message, new in zip(result.messages, result.new, strict=True) if new]
     if created:
         metrics.messages_accepted.labels(tenant=tenant.slug).inc(len(created))
@@ -118,6 +120,18 @@ def message_append(
             first_seq=created[0]["seq"],
         )
     return AppendResult(messages=result.messages, created=bool(created))
+
+
+def _forget_cached_window(*, tenant: Tenant, conversation_id: str) -> None:
+    """On Redis Cluster, one slot's primary failing (a failover under way) sends an append through
+    PostgreSQL while the other slots, and soon this one, still serve windows: the conversation's
+    cached window, which lacks the rows just committed, goes, so the next read rebuilds it from them.
+    If this slot does not answer yet, its window is rebuilt by the cache repair sweep, or completed
+    by the worker's settle of these rows (``_append_through_database``)."""
+    try:
+        cache.invalidate(tenant_slug=tenant.slug, conversation_id=conversation_id)
+    except cache.CacheUnavailable:
+        pass
 
 
 def _field(prefix: str, name: str) -> str:
@@ -179,9 +193,17 @@ def _append_through_cache(
        is released in the same script.
     """
     token = uuid.uuid4().hex
-    reservation = _reserve_locked(
-        tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token, messages=messages
-    )
+    try:
+        reservation = _reserve_locked(
+            tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token, messages=messages
+        )
+    except cache.ReplicaUnconfirmed as error:
+        # Nothing is published: the lock goes, and so do the reservations of ids this request made up
+        # (nobody can resend them). A client's own ids stay reserved, as after a crash: a resend
+        # publishes them with the seqs reserved now, whether or not a failover undid this reservation.
+        made_up = [message["id"] for message in messages if message["id"] not in client_ids]
+        _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token, unreserve=made_up)
+        raise _replica_unavailable(conversation_id, str(error)) from error
     fresh: list[str] = []  # reserved now: dropped unless published
     published = False
     try:
@@ -258,7 +280,29 @@ def _append_through_cache(
     except cache.CacheUnavailable as error:
         logger.warning("append_cache_merge_failed", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token)
+        if settings.MEMORY_REDIS_WAIT_REPLICAS > 0:
+            # Durable in the broker, but the window and the pending writes may be only on a primary a
+            # failover would undo (or on none): a 201 would promise read-your-writes it cannot keep.
+            # The reservations, confirmed by a replica before the publish, answer the resend with
+            # these seqs wherever the conversation's slot is served from.
+            indeterminate = PublishIndeterminate(
+                "The write is queued, but Redis could not confirm it on a replica; resend the same messages "
+                "with the ids listed here: the service answers them with the same seqs, never twice."
+            )
+            indeterminate.details = {"messages": [{"id": answer["id"], "seq": answer["seq"]} for answer in answers if answer]}
+            raise indeterminate from error
     return _Appended(messages=[answer for answer in answers if answer is not None], new=new)
+
+
+def _replica_unavailable(conversation_id: str, why: str) -> ServiceUnavailable:
+    metrics.replica_unconfirmed.inc()
+    logger.warning("append_replica_unconfirmed", conversation_id=conversation_id, why=why)
+    return ServiceUnavailable(
+        f"Redis could not copy the conversation's seqs to a replica ({why}); nothing was written. Retry "
+        "shortly with the same ids and content.",
+        retry_after=1,
+        code="replica_unavailable",
+    )
 
 
 def _look_up_unknown(*, tenant: Tenant, conversation_id: str, ids: list[str], ledger_whole: bool) -> dict[str, dict[str, Any]]:

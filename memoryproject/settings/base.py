@@ -201,15 +201,29 @@ def durable_queues(*names: str) -> tuple[Queue, ...]:
     return tuple(Queue(name, Exchange(name, type="direct", durable=True), routing_key=name, durable=True) for name in names)
 
 
+# Redis Cluster: REDIS_URL then names one or more of its nodes, comma-separated
+# (redis://10.0.0.1:6379,redis://10.0.0.2:6379); the service uses redis-py's cluster client, puts every
+# key of a conversation in one slot, and waits for a replica before it acknowledges a write.
+MEMORY_REDIS_CLUSTER = env.bool("MEMORY_REDIS_CLUSTER", default=False)
+# Replicas that must hold an append's Redis writes before it is answered (WAIT): a failover then keeps
+# what was acknowledged. Default 1 with MEMORY_REDIS_CLUSTER, else 0 (no waiting).
+MEMORY_REDIS_WAIT_REPLICAS = env.int("MEMORY_REDIS_WAIT_REPLICAS", default=1 if MEMORY_REDIS_CLUSTER else 0)
+# Milliseconds an append waits for those replicas before it answers 503 (below MEMORY_REDIS_SOCKET_TIMEOUT).
+MEMORY_REDIS_WAIT_TIMEOUT = env.int("MEMORY_REDIS_WAIT_TIMEOUT", default=250)
+
+
 def cache_settings(url: str) -> dict:
     """The django-redis cache. The conversation layer uses its raw client with exact keys and Lua;
-    Django's own cache API (sessions, throttles) serialises to JSON only."""
+    Django's own cache API (sessions, throttles) serialises to JSON only. With
+    ``MEMORY_REDIS_CLUSTER`` the client is redis-py's cluster client (``core.redis_client.ClusterClient``)."""
     return {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": url,
             "OPTIONS": {
-                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "CLIENT_CLASS": "core.redis_client.ClusterClient"
+                if MEMORY_REDIS_CLUSTER
+                else "django_redis.client.DefaultClient",
                 "SERIALIZER": "django_redis.serializers.json.JSONSerializer",
                 # Seconds to connect to Redis before the degraded paths take over.
                 "SOCKET_CONNECT_TIMEOUT": env.float("MEMORY_REDIS_CONNECT_TIMEOUT", default=0.5),
@@ -414,8 +428,9 @@ MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
 MEMORY_MAX_ID_LENGTH = min(200, env.int("MEMORY_MAX_ID_LENGTH", default=200))  # the column holds 200
 # Newest messages kept in a conversation's cached list.
 MEMORY_CACHE_LIST_LIMIT = env.int("MEMORY_CACHE_LIST_LIMIT", default=1000)
-# Redis Cluster: every key of a conversation in one slot (its "<tenant>:<conv>" as a hash tag).
-MEMORY_REDIS_HASH_TAGS = env.bool("MEMORY_REDIS_HASH_TAGS", default=False)
+# Every key of a conversation in one slot (its "<tenant>:<conv>" as a hash tag), as Redis Cluster
+# needs: on by default with MEMORY_REDIS_CLUSTER.
+MEMORY_REDIS_HASH_TAGS = env.bool("MEMORY_REDIS_HASH_TAGS", default=MEMORY_REDIS_CLUSTER)
 # Seconds Redis keeps a write acknowledged but not yet persisted (its ledger entry).
 MEMORY_PENDING_TTL = env.int("MEMORY_PENDING_TTL", default=7 * 86400)
 # Seconds an append waits for the conversation's lock before answering 503 conversation_busy.
