@@ -19,7 +19,7 @@ commands, broker messages; p50 and p95 latency. CPU time is what a process used 
 the machine, so it is far steadier than wall time on shared cores; the latencies are of this machine
 as it was. ``--json PATH`` writes the figures (``benchmarks/figures/capacity.json``).
 
-    .venv/bin/python -m benchmarks.capacity [--operations 500] [--conversations 20] [--messages 100] [--idle 10] [--json PATH]
+    .venv/bin/python -m benchmarks.capacity [--operations 500] [--conversations 10] [--messages 100] [--idle 10] [--json PATH]
 """
 # ruff: noqa: E402 (the models can only be imported after django.setup(), which Deployment.start() runs)
 
@@ -31,6 +31,7 @@ import json
 import os
 import platform
 import random
+import signal
 import statistics
 import sys
 import time
@@ -204,17 +205,28 @@ class Run:
         spent = self.meters.spent(before, self.meters.read(end=True))
         return self.row(name, spent, samples=samples, unit=unit, notes=notes)
 
-    def row(self, name: str, spent: Cost, *, samples: list[float], unit: str, notes: dict[str, Any] | None = None) -> Row:
-        assert self.baseline is not None
-        cost = per_operation(spent, baseline=self.baseline, operations=self.operations)
+    def row(
+        self,
+        name: str,
+        spent: Cost,
+        *,
+        samples: list[float],
+        unit: str,
+        operations: int | None = None,
+        notes: dict[str, Any] | None = None,
+    ) -> Row:
+        if self.baseline is None:
+            raise RuntimeError("measure the idle baseline first")
+        operations = operations or self.operations
+        cost = per_operation(spent, baseline=self.baseline, operations=operations)
         row = Row(
             operation=name,
             unit=unit,
-            count=self.operations,
+            count=operations,
             clients=1,
             p50_ms=round(statistics.median(samples), 2) if samples else None,
             p95_ms=round(percentile(samples, 0.95), 2) if samples else None,
-            per_second=round(self.operations / spent.seconds, 1),
+            per_second=round(operations / spent.seconds, 1),
             cpu_ms=cost.cpu_ms,
             cpu_ms_total=cost.cpu_ms_total,
             sql_statements=cost.sql_statements,
@@ -230,17 +242,36 @@ class Run:
     # --- Phases --------------------------------------------------------------------------------
 
     def fill(self, *, conversations: int, messages: int) -> list[str]:
-        """The read conversations, of one user, persisted and embedded."""
+        """The read conversations, of one user, persisted and embedded: their embedding is measured
+        as one message embedded among a conversation's (tasks of up to MEMORY_EMBEDDING_BATCH)."""
+        self.deployment.derived_consuming(True)
+        self.embedded_by_derived_worker([f"warm-{self.run_id}"], messages=1)  # the model loaded: not measured
         ids = [f"read-{self.run_id}-{index}" for index in range(conversations)]
-        expected, embedded = self.stored(), self.embedded()
-        for conversation_id in ids:
+        spent = self.embedded_by_derived_worker(ids, messages=messages)
+        self.row(
+            "embedded message, in batches",
+            spent,
+            samples=[],
+            unit="message",
+            operations=conversations * messages,
+            notes={"messages embedded per task": messages},
+        )
+        return ids
+
+    def embedded_by_derived_worker(self, conversations: list[str], *, messages: int) -> Cost:
+        """``messages`` appended to each conversation while the derived worker does not consume, then
+        what it costs from its first task to the last message embedded."""
+        self.deployment.derived_consuming(False)
+        stored, embedded = self.stored(), self.embedded()
+        for conversation_id in conversations:
             for start in range(0, messages, 50):
                 if self.append(conversation_id, min(50, messages - start)) != 201:
-                    raise SystemExit("Filling the read conversations failed: see the gunicorn log under test-artifacts/.")
-            expected += messages
-        self.settled(stored=expected, conversations=ids)
-        self.derived_done(embedded=embedded + conversations * messages)
-        return ids
+                    raise SystemExit("An append was refused: see the gunicorn log under test-artifacts/.")
+        self.settled(stored=stored + len(conversations) * messages, conversations=conversations)
+        before = self.meters.read()
+        self.deployment.derived_consuming(True)
+        self.derived_done(embedded=embedded + len(conversations) * messages)
+        return self.meters.spent(before, self.meters.read(end=True))
 
     def idle(self, seconds: float) -> None:
         before = self.meters.read()
@@ -264,30 +295,18 @@ class Run:
         )
 
     def embeddings(self) -> None:
-        """One message appended to each of ``operations`` new conversations while the derived worker
-        does not consume; then the span from its first task to the last message embedded."""
-        warm = 5
-        fresh = [f"embed-{self.run_id}-{index}" for index in range(self.operations + warm)]
-        for conversation_id in fresh:
-            if self.append(conversation_id, 1) != 201:
-                self.errors += 1
-        self.settled(stored=self.stored(), conversations=fresh)
-        target = self.embedded() + len(fresh)
-        before = self.meters.read()
-        self.deployment.derived_consuming(True)
-        self.derived_done(embedded=target)
-        spent = self.meters.spent(before, self.meters.read(end=True))
-        operations, self.operations = self.operations, len(fresh)
-        try:
-            self.row(
-                "embedded message",
-                spent,
-                samples=[],
-                unit="message",
-                notes={"one message per task (the costliest case: a busy conversation's task embeds several at once)": True},
-            )
-        finally:
-            self.operations = operations
+        """A second message in each of ``operations`` new conversations: a task embeds one message,
+        with the turn before it (as a message is embedded, ``search.embeddings.document_text``)."""
+        fresh = [f"embed-{self.run_id}-{index}" for index in range(self.operations)]
+        self.embedded_by_derived_worker(fresh, messages=1)  # the first turns: not measured
+        spent = self.embedded_by_derived_worker(fresh, messages=1)
+        self.row(
+            "embedded message, one per task",
+            spent,
+            samples=[],
+            unit="message",
+            notes={"messages embedded per task": 1},
+        )
 
     def cold_reads(self, conversations: list[str]) -> None:
         from conversations import cache
@@ -349,7 +368,7 @@ def print_table(rows: list[Row]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.capacity", description=__doc__.split("\n\n")[0])
     parser.add_argument("--operations", type=int, default=500, help="timed operations of each kind")
-    parser.add_argument("--conversations", type=int, default=20, help="conversations read, searched and appended to")
+    parser.add_argument("--conversations", type=int, default=10, help="conversations read, searched and appended to")
     parser.add_argument("--messages", type=int, default=100, help="messages of each read conversation")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of the idle baseline")
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers")
@@ -360,16 +379,17 @@ def main(argv: list[str] | None = None) -> int:
     if "bench" not in urlsplit(database_url).path:
         raise SystemExit(f"Refusing {database_url!r}: DATABASE_URL must name a benchmark database (with 'bench' in its name).")
     started = time.time()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run stops what it started
     deployment = Deployment(database_url=database_url, web_workers=options.web_workers)
     print("Starting Redis, RabbitMQ, gunicorn and two Celery workers...", file=sys.stderr)
     try:
         deployment.start()
         run = Run(deployment, operations=options.operations, rng=random.Random(options.seed))
         about = machine()
-        print(f"Filling {options.conversations} conversations of {options.messages} messages (embedded)...", file=sys.stderr)
-        read = run.fill(conversations=options.conversations, messages=options.messages)
         print(f"Idle baseline, {options.idle:.0f} s...", file=sys.stderr)
         run.idle(options.idle)
+        print(f"Filling {options.conversations} conversations of {options.messages} messages, embedded...", file=sys.stderr)
+        read = run.fill(conversations=options.conversations, messages=options.messages)
         print(f"Measuring, {options.operations} operations each...", file=sys.stderr)
         run.measure("window read (cache)", lambda index: run.window(read[index % len(read)]))
         run.cold_reads(read)
