@@ -155,8 +155,9 @@ class Run:
         keys = [cache.key(slug, conversation_id, "pending") for conversation_id in conversations]
 
         def none_pending() -> bool:
+            pending = [self.meters.redis.hlen(key) for key in keys]
             self.meters.own("hlen", len(keys))
-            return not any(self.meters.redis.hlen(key) for key in keys)
+            return not any(pending)
 
         wait_until(none_pending, timeout=SETTLE_TIMEOUT, message="the pending writes settled")
 

@@ -21,7 +21,8 @@ OPERATIONS = {
     "search (hybrid)",
     "append, batch of 1",
     "append, batch of 10",
-    "embedded message",
+    "embedded message, in batches",
+    "embedded message, one per task",
 }
 
 
@@ -56,6 +57,7 @@ def test_a_tiny_capacity_run_costs_every_operation_where_it_should(tmp_path):
         assert append["redis_scripts"] >= 1
     assert rows["window read (cache)"]["sql_statements"] == 0
     assert rows["cold window read"]["sql_statements"] >= 1
-    assert rows["embedded message"]["broker"]["delivered"] >= 1
-    assert rows["embedded message"]["cpu_ms"]["derived worker"] > 0
+    assert rows["embedded message, one per task"]["broker"]["delivered"] >= 1  # its embedding task
+    for embedded in ("embedded message, in batches", "embedded message, one per task"):
+        assert rows[embedded]["cpu_ms"]["derived worker"] > rows[embedded]["cpu_ms"]["web"]
     assert "| operation | unit |" in run.stdout
