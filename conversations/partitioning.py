@@ -113,7 +113,7 @@ def _rebuild(schema_editor: Any, model: Any, *, partitions: int) -> None:
         # that table is plain again.
         if field.remote_field and field.db_constraint and not _partitioned(schema_editor, field.related_model):
             schema_editor.execute(schema_editor._create_fk_sql(model, field, "_fk_%(to_table)s_%(to_column)s"))
-    for name in [table, *partition_names(table, partitions)]:
+    for name in rls.with_partitions(schema_editor, [table]):
         for statement in rls.enable_sql(name, quote):
             schema_editor.execute(statement)
     schema_editor.execute(f"ANALYZE {quote(table)}")

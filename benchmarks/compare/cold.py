@@ -366,7 +366,7 @@ def _sizes(pg: psycopg.Connection) -> dict[str, int]:
 
 
 @dataclass
-class _Timed:
+class Timed:
     """One system's cold reads: what it calls, untimed around each call, and what it measured."""
 
     read: Callable[[StoredConversation], object]
@@ -376,7 +376,7 @@ class _Timed:
     counts: Counts = field(default_factory=Counts)
 
 
-def _take_turns(systems: list[_Timed]) -> None:
+def take_turns(systems: list[Timed]) -> None:
     """One read of each system in turn, ``around`` run untimed and uncounted before and after each: a
     cold read's cost is mostly where its pages are (PostgreSQL's buffers, the kernel's page cache, the
     disk), and whatever changes that during the run changes it for every system alike."""
@@ -395,14 +395,14 @@ def _take_turns(systems: list[_Timed]) -> None:
                 system.around(conversation)
 
 
-def _cycled(order: list[StoredConversation], start: int, count: int) -> list[StoredConversation]:
+def cycled(order: list[StoredConversation], start: int, count: int) -> list[StoredConversation]:
     return [order[(start + offset) % len(order)] for offset in range(count)]
 
 
 def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> list[Figures]:
     """The newest 50 messages of random conversations of the store, each system on conversations of its
     own (while the store has enough), so none reads what another just brought into memory, the systems
-    taking turns (``_take_turns``).
+    taking turns (``take_turns``).
 
     * service, cold window read (cache miss): ``conversation_window`` after the conversation's keys
       were erased, so it rebuilds the cached list; the reader answers before the list is installed
@@ -444,14 +444,14 @@ def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> li
             ("postgres floor", "cold window read"),
         ]
         systems = [
-            _Timed(read, around, _cycled(order, number * operations, operations))
+            Timed(read, around, cycled(order, number * operations, operations))
             for number, (read, around) in enumerate([(cold_read, erase), (fallback_read, None), (floor_read, None)])
         ]
         for timed in systems:
             erase(warm_up)
             timed.read(warm_up)  # connections, compiled queries and registered scripts, not timed
             erase(warm_up)
-        _take_turns(systems)
+        take_turns(systems)
         for (system, operation), timed in zip(labels, systems, strict=True):
             figures = summarise(
                 system,
