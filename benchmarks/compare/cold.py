@@ -189,8 +189,12 @@ def _tenant_messages(pg: psycopg.Connection, *, tenant: Tenant) -> int:
 
 
 def _table_rows(pg: psycopg.Connection) -> int:
-    """The planner's estimate of the messages table's rows: enough to decide how to load."""
-    return max(0, int(pg.execute("SELECT reltuples FROM pg_class WHERE relname = 'conversation_messages'").fetchone()[0]))
+    """The planner's estimate of the messages table's rows (over its partitions): enough to decide how to load."""
+    row = pg.execute(
+        "SELECT sum(greatest(c.reltuples, 0)) FROM pg_partition_tree('conversation_messages') t"
+        " JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf"
+    ).fetchone()
+    return int(row[0] or 0)
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -349,14 +353,15 @@ def _vacuum_if_changed(pg: psycopg.Connection, *, force: bool) -> bool:
 
 
 def _sizes(pg: psycopg.Connection) -> dict[str, int]:
+    """Bytes of the table, its TOAST and each index, summed over the partitions (the table is partitioned)."""
     table = pg.execute(
-        "SELECT pg_relation_size(oid), coalesce(pg_total_relation_size(nullif(reltoastrelid, 0)), 0)"
-        " FROM pg_class WHERE relname = 'conversation_messages'"
+        "SELECT sum(pg_relation_size(c.oid)), sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0))"
+        " FROM pg_partition_tree('conversation_messages') t JOIN pg_class c ON c.oid = t.relid"
     ).fetchone()
-    sizes = {"conversation_messages": table[0], "conversation_messages (TOAST)": table[1]}
+    sizes = {"conversation_messages": int(table[0]), "conversation_messages (TOAST)": int(table[1])}
     for name, size in pg.execute(
-        "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index"
-        " WHERE indrelid = 'conversation_messages'::regclass ORDER BY 2 DESC"
+        "SELECT i.indexrelid::regclass::text, (SELECT sum(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t)::bigint"
+        " FROM pg_index i WHERE i.indrelid = 'conversation_messages'::regclass ORDER BY 2 DESC"
     ):
         sizes[name] = size
     return sizes
