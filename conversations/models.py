@@ -5,6 +5,10 @@ with the memory document), extended with the owner ids and the archive flag. ``M
 ``conversation_messages`` with a per-conversation ``seq``: the total order, assigned at write time
 and identical in Redis and PostgreSQL. Tenant-owned models refuse unscoped queries
 (``tenants.managers``).
+
+``conversation_messages`` is partitioned by a hash of ``tenant_id`` (``conversations.partitioning``):
+its primary key in PostgreSQL is ``(id, tenant_id)`` (Django still sees ``id``), and every unique
+constraint ends with ``tenant`` because PostgreSQL wants the partition key in each of them.
 """
 
 import hashlib
@@ -89,8 +93,11 @@ class Message(models.Model):
     # conversations names two messages, so one conversation's writes can never collide with another's.
     id = models.BigAutoField(primary_key=True)
     message_id = models.UUIDField(default=uuid.uuid4, editable=False)
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    # No index of their own: in a tenant's partition, indexes that start with the tenant
+    # (``message_persisted``) or with the conversation (the seq constraint's) serve them, and the
+    # foreign keys' checks.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages", db_index=False)
     seq = models.BigIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField()
@@ -105,13 +112,15 @@ class Message(models.Model):
 
     class Meta:
         db_table = "conversation_messages"
+        # A conversation belongs to one tenant, so ``tenant`` at the end changes nothing of what is
+        # unique; it is there because a partitioned table's unique constraints must hold its partition
+        # key. The seq constraint's index is also the window's (newest first within one conversation,
+        # scanned backwards) and the one the foreign key's checks use when a conversation is deleted.
         constraints = [
-            models.UniqueConstraint(fields=["conversation", "seq"], name="message_seq_unique_per_conversation"),
-            models.UniqueConstraint(fields=["conversation", "message_id"], name="message_id_unique_per_conversation"),
+            models.UniqueConstraint(fields=["conversation", "seq", "tenant"], name="message_seq_unique_per_conversation"),
+            models.UniqueConstraint(fields=["conversation", "message_id", "tenant"], name="message_id_unique_per_conversation"),
         ]
         indexes = [
-            # The window: newest first within one conversation.
-            models.Index(fields=["tenant", "conversation", "-seq"], name="message_window"),
             models.Index(fields=["tenant", "conversation", "created_at"], name="message_by_date"),
             # Keyword search over the content.
             GinIndex(CONTENT_WORDS, name="message_search"),

@@ -19,6 +19,7 @@ the answer goes out; ``ReplicaUnconfirmed`` says it is not (yet), and the caller
 """
 
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -164,18 +165,22 @@ def call(operation: str, tenant_slug: str, function: Callable[..., Any], *args: 
 
 class Scripts:
     """Lua scripts registered once per client: ``Scripts(merge=MERGE)``, then ``scripts.merge(keys=..., args=...)``
-    runs it on the current client by its digest (redis-py falls back to EVAL after a Redis restart)."""
+    runs it on the current client by its digest (redis-py falls back to EVAL after a Redis restart).
+
+    Each thread has a client of its own (Django's cache handler is per thread) and a cold reader
+    hands its install to another thread: the scripts are kept per client, so threads taking turns
+    do not register every script again at each turn (20 digests, a quarter of a millisecond)."""
 
     def __init__(self, **sources: str) -> None:
         self._sources = sources
-        self._registered: tuple[redis.Redis | None, dict[str, Script]] = (None, {})
+        self._registered: weakref.WeakKeyDictionary[redis.Redis, dict[str, Script]] = weakref.WeakKeyDictionary()
 
     def __getattr__(self, name: str) -> Script:
         if name.startswith("_") or name not in self._sources:
             raise AttributeError(name)
         connection = client()
-        registered_on, scripts = self._registered
-        if registered_on is not connection:  # one assignment: a thread reading it sees a whole pair
+        scripts = self._registered.get(connection)
+        if scripts is None:  # a thread's first call: its own client, registered by that thread alone
             scripts = {script: connection.register_script(source) for script, source in self._sources.items()}
-            self._registered = (connection, scripts)
+            self._registered[connection] = scripts
         return scripts[name]

@@ -16,7 +16,7 @@ Contract
   as the derived queue's lag. Older ones are left to ``manage.py reembed``, as the backfill leaves them.
 
 Every count is one index-backed query: the user's conversations (``conversation_user_recent``), their
-messages (``message_window``), an anti-join on the vectors' unique (message, model) index.
+messages (``message_by_date``), an anti-join on the vectors' unique (message, model, tenant) index.
 """
 
 from __future__ import annotations
@@ -98,8 +98,10 @@ def _coverage(*, tenant: Tenant, messages: QuerySet[Message], conversation_ids: 
     if model is None:
         figures = {"messages": messages.count(), "embedded": 0, "oldest": None}
     else:
-        # One pass: each message joined to its vector under the model, if any (unique per message and model).
-        figures = messages.annotate(vector=FilteredRelation("embeddings", condition=Q(embeddings__model=model))).aggregate(
+        # One pass: each message joined to its vector under the model, if any (unique per message and
+        # model), in the tenant's partition of the vectors.
+        vector = FilteredRelation("embeddings", condition=Q(embeddings__model=model, embeddings__tenant=tenant))
+        figures = messages.annotate(vector=vector).aggregate(
             messages=Count("pk"),
             embedded=Count("vector"),
             oldest=Min("persisted_at", filter=Q(vector__isnull=True)),

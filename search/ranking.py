@@ -101,20 +101,20 @@ FILTERED_MESSAGES_SQL = (
 )
 
 # The searched turns just before and just after each of some messages (``keys``) in their
-# conversation, through the unique (conversation, seq) index, kept only where the neighbour belongs to
-# the scope and passes the filters. Parameters: tenant, conversations, keys, the filters'.
+# conversation, through the unique (conversation, seq, tenant) index in the tenant's partition, kept
+# only where the neighbour belongs to the scope and passes the filters. Parameters: tenant, conversations, keys, the filters'.
 NEIGHBOURS_SQL = (
     """WITH beside AS MATERIALIZED (
     SELECT c.id AS key, near.id AS neighbour
     FROM unnest(%(keys)s::bigint[]) AS wanted(id)
-    JOIN conversation_messages AS c ON c.id = wanted.id
+    JOIN conversation_messages AS c ON c.id = wanted.id AND c.tenant_id = %(tenant)s
     CROSS JOIN LATERAL (
         (SELECT n.id FROM conversation_messages AS n
-         WHERE n.conversation_id = c.conversation_id AND n.seq < c.seq AND n.role IN ('user', 'assistant')
+         WHERE n.tenant_id = %(tenant)s AND n.conversation_id = c.conversation_id AND n.seq < c.seq AND n.role IN ('user', 'assistant')
          ORDER BY n.seq DESC LIMIT 1)
         UNION ALL
         (SELECT n.id FROM conversation_messages AS n
-         WHERE n.conversation_id = c.conversation_id AND n.seq > c.seq AND n.role IN ('user', 'assistant')
+         WHERE n.tenant_id = %(tenant)s AND n.conversation_id = c.conversation_id AND n.seq > c.seq AND n.role IN ('user', 'assistant')
          ORDER BY n.seq LIMIT 1)
     ) AS near
     WHERE c.tenant_id = %(tenant)s

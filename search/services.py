@@ -22,7 +22,7 @@ from datetime import timedelta
 import structlog
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
@@ -35,7 +35,9 @@ logger = structlog.get_logger(__name__)
 
 
 def _missing(*, tenant: Tenant, model: str):  # noqa: ANN202 - a queryset of messages
-    return Message.objects.for_tenant(tenant).filter(role__in=SEARCHED_ROLES).exclude(content="").exclude(embeddings__model=model)
+    # The vectors are asked with the tenant, so the anti-join reads the tenant's partition alone.
+    vectors = MessageEmbedding.objects.for_tenant(tenant).filter(message=OuterRef("pk"), model=model)
+    return Message.objects.for_tenant(tenant).filter(role__in=SEARCHED_ROLES).exclude(content="").exclude(Exists(vectors))
 
 
 def conversation_embed(*, tenant: Tenant, conversation_id: str, model: str | None = None) -> int:

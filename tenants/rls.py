@@ -2,8 +2,8 @@
 
 Contract
 --------
-* Every table with a ``tenant`` foreign key (``tenant_owned_tables``) has row-level security enabled
-  and one policy, ``tenant_isolation``: a row is visible, and may be written, only when its
+* Every table with a ``tenant`` foreign key (``tenant_owned_tables``), and each partition of one that
+  is partitioned, has row-level security enabled and one policy, ``tenant_isolation``: a row is visible, and may be written, only when its
   ``tenant_id`` equals the session's ``app.tenant_id`` setting. Without the setting (or with it
   empty, as it is after a ``SET LOCAL`` ended) no row at all: fail closed.
 * The policy binds every role that is neither a superuser, nor ``BYPASSRLS``, nor the table's owner.
@@ -57,11 +57,23 @@ def disable_sql(table: str, quote: Any) -> list[str]:
     return [f"DROP POLICY IF EXISTS {POLICY} ON {name}", f"ALTER TABLE {name} DISABLE ROW LEVEL SECURITY"]
 
 
+def with_partitions(schema_editor: Any, tables: list[str]) -> list[str]:
+    """The tables and the partitions of those that are partitioned: a partition read directly (a role
+    granted every table may) answers by its own policy, not its parent's."""
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent::regclass::text = ANY(%s) ORDER BY c.relname",
+            [tables],
+        )
+        return [*tables, *(name for (name,) in cursor.fetchall())]
+
+
 def enable(apps: Any, schema_editor: Any) -> None:
-    """Migration step: row-level security and the tenant policy on every tenant-owned table."""
+    """Migration step: row-level security and the tenant policy on every tenant-owned table (and partition)."""
     if schema_editor.connection.vendor != "postgresql":
         return
-    for table in tenant_owned_tables(apps):
+    for table in with_partitions(schema_editor, tenant_owned_tables(apps)):
         for statement in enable_sql(table, schema_editor.quote_name):
             schema_editor.execute(statement)
 
@@ -70,7 +82,7 @@ def disable(apps: Any, schema_editor: Any) -> None:
     """Migration step back: no policy, no row-level security."""
     if schema_editor.connection.vendor != "postgresql":
         return
-    for table in tenant_owned_tables(apps):
+    for table in with_partitions(schema_editor, tenant_owned_tables(apps)):
         for statement in disable_sql(table, schema_editor.quote_name):
             schema_editor.execute(statement)
 

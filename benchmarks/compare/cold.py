@@ -189,8 +189,12 @@ def _tenant_messages(pg: psycopg.Connection, *, tenant: Tenant) -> int:
 
 
 def _table_rows(pg: psycopg.Connection) -> int:
-    """The planner's estimate of the messages table's rows: enough to decide how to load."""
-    return max(0, int(pg.execute("SELECT reltuples FROM pg_class WHERE relname = 'conversation_messages'").fetchone()[0]))
+    """The planner's estimate of the messages table's rows (over its partitions): enough to decide how to load."""
+    row = pg.execute(
+        "SELECT sum(greatest(c.reltuples, 0)) FROM pg_partition_tree('conversation_messages') t"
+        " JOIN pg_class c ON c.oid = t.relid WHERE t.isleaf"
+    ).fetchone()
+    return int(row[0] or 0)
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -349,14 +353,15 @@ def _vacuum_if_changed(pg: psycopg.Connection, *, force: bool) -> bool:
 
 
 def _sizes(pg: psycopg.Connection) -> dict[str, int]:
+    """Bytes of the table, its TOAST and each index, summed over the partitions (the table is partitioned)."""
     table = pg.execute(
-        "SELECT pg_relation_size(oid), coalesce(pg_total_relation_size(nullif(reltoastrelid, 0)), 0)"
-        " FROM pg_class WHERE relname = 'conversation_messages'"
+        "SELECT sum(pg_relation_size(c.oid)), sum(coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0))"
+        " FROM pg_partition_tree('conversation_messages') t JOIN pg_class c ON c.oid = t.relid"
     ).fetchone()
-    sizes = {"conversation_messages": table[0], "conversation_messages (TOAST)": table[1]}
+    sizes = {"conversation_messages": int(table[0]), "conversation_messages (TOAST)": int(table[1])}
     for name, size in pg.execute(
-        "SELECT indexrelid::regclass::text, pg_relation_size(indexrelid) FROM pg_index"
-        " WHERE indrelid = 'conversation_messages'::regclass ORDER BY 2 DESC"
+        "SELECT i.indexrelid::regclass::text, (SELECT sum(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t)::bigint"
+        " FROM pg_index i WHERE i.indrelid = 'conversation_messages'::regclass ORDER BY 2 DESC"
     ):
         sizes[name] = size
     return sizes
@@ -366,7 +371,7 @@ def _sizes(pg: psycopg.Connection) -> dict[str, int]:
 
 
 @dataclass
-class _Timed:
+class Timed:
     """One system's cold reads: what it calls, untimed around each call, and what it measured."""
 
     read: Callable[[StoredConversation], object]
@@ -376,7 +381,7 @@ class _Timed:
     counts: Counts = field(default_factory=Counts)
 
 
-def _take_turns(systems: list[_Timed]) -> None:
+def take_turns(systems: list[Timed]) -> None:
     """One read of each system in turn, ``around`` run untimed and uncounted before and after each: a
     cold read's cost is mostly where its pages are (PostgreSQL's buffers, the kernel's page cache, the
     disk), and whatever changes that during the run changes it for every system alike."""
@@ -395,14 +400,14 @@ def _take_turns(systems: list[_Timed]) -> None:
                 system.around(conversation)
 
 
-def _cycled(order: list[StoredConversation], start: int, count: int) -> list[StoredConversation]:
+def cycled(order: list[StoredConversation], start: int, count: int) -> list[StoredConversation]:
     return [order[(start + offset) % len(order)] for offset in range(count)]
 
 
 def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> list[Figures]:
     """The newest 50 messages of random conversations of the store, each system on conversations of its
     own (while the store has enough), so none reads what another just brought into memory, the systems
-    taking turns (``_take_turns``).
+    taking turns (``take_turns``).
 
     * service, cold window read (cache miss): ``conversation_window`` after the conversation's keys
       were erased, so it rebuilds the cached list; the reader answers before the list is installed
@@ -444,14 +449,14 @@ def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> li
             ("postgres floor", "cold window read"),
         ]
         systems = [
-            _Timed(read, around, _cycled(order, number * operations, operations))
+            Timed(read, around, cycled(order, number * operations, operations))
             for number, (read, around) in enumerate([(cold_read, erase), (fallback_read, None), (floor_read, None)])
         ]
         for timed in systems:
             erase(warm_up)
             timed.read(warm_up)  # connections, compiled queries and registered scripts, not timed
             erase(warm_up)
-        _take_turns(systems)
+        take_turns(systems)
         for (system, operation), timed in zip(labels, systems, strict=True):
             figures = summarise(
                 system,

@@ -197,6 +197,12 @@ def with_replica(databases: dict) -> dict:
     return {**databases, "replica": replica}
 
 
+# Prepare the window's statement (a cold read) on each PostgreSQL connection, so PostgreSQL plans it
+# once rather than at every read; False behind a pooler in transaction mode that cannot keep prepared
+# statements (PgBouncer before 1.21, or without max_prepared_statements).
+MEMORY_DB_PREPARE = env.bool("MEMORY_DB_PREPARE", default=True)
+
+
 def durable_queues(*names: str) -> tuple[Queue, ...]:
     return tuple(Queue(name, Exchange(name, type="direct", durable=True), routing_key=name, durable=True) for name in names)
 

@@ -144,3 +144,24 @@ def test_the_api_answers_the_same_document_from_the_cached_json_as_from_postgres
 
 def _redis_down(**_: Any) -> None:
     raise cache.CacheUnavailable("window: Connection refused")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_window_statement_is_prepared_on_the_connection_and_not_when_turned_off(tenant, varied, settings):
+    from django.db import connection
+
+    def prepared() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%%FROM conversation_messages%%'")
+            return cursor.fetchone()[0]
+
+    expected = orm_messages(tenant, "c1", archived=False)
+    assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50) == expected
+    assert prepared() == 1
+    assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50) == expected
+    assert prepared() == 1  # planned once, run again
+
+    connection.close()
+    settings.MEMORY_DB_PREPARE = False
+    assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50) == expected
+    assert prepared() == 0

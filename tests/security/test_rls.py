@@ -77,15 +77,15 @@ def name_tenant(probe: psycopg.Connection, tenant_id: int) -> None:
 
 @pytest.mark.django_db
 def test_every_table_with_a_tenant_has_row_level_security_and_the_tenant_policy():
-    """Found from the catalogue (every table with a tenant_id column), so a table added later without
-    the policy fails here with its name."""
+    """Found from the catalogue (every table with a tenant_id column, each partition of a partitioned
+    one included), so a table added later without the policy fails here with its name."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, p.qual, p.with_check FROM pg_class c "
             "JOIN information_schema.columns t ON t.table_name = c.relname AND t.table_schema = 'public' "
             "AND t.column_name = 'tenant_id' "
             "LEFT JOIN pg_policies p ON p.tablename = c.relname AND p.schemaname = 'public' AND p.policyname = %s "
-            "WHERE c.relkind = 'r' AND c.relnamespace = 'public'::regnamespace",
+            "WHERE c.relkind IN ('r', 'p') AND c.relnamespace = 'public'::regnamespace",  # tables, partitioned ones
             [rls.POLICY],
         )
         found = {name: (enabled, forced, qual, check) for name, enabled, forced, qual, check in cursor.fetchall()}
