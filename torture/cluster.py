@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -336,6 +337,51 @@ class Cluster:
         finally:
             self.redis_unreachable.append((started, time.time()))
 
+    # --- Two engines at once (the clustered topology) ----------------------------------------------
+
+    def kill_redis_primary_and_rabbitmq_node(self, rng: random.Random) -> str:
+        """A Redis primary and a RabbitMQ node SIGKILLed at the same moment: appends in flight lose
+        the slot's primary and, maybe, their broker connection together; both fail over."""
+        return self._together(rng, Cluster.kill_redis_primary, Cluster.kill_rabbitmq_node)
+
+    def kill_rabbitmq_node_and_postgres_replica(self, rng: random.Random) -> str:
+        """A RabbitMQ node and the PostgreSQL replica SIGKILLed together: persisting and cold reads
+        fall over at once."""
+        return self._together(rng, Cluster.kill_rabbitmq_node, Cluster.kill_postgres_replica)
+
+    def kill_redis_primary_during_postgres_outage(self, rng: random.Random, seconds: float = 3.0) -> str:
+        """PostgreSQL's primary stopped, then a Redis primary killed while it is down: the failover
+        happens while the writes that fall back to PostgreSQL cannot, and the persist tasks retry."""
+        self.postgres.stop()
+        try:
+            time.sleep(BEFORE_SECOND_FAULT)
+            what = self.kill_redis_primary(rng)
+            time.sleep(max(0.0, seconds - BEFORE_SECOND_FAULT))
+        finally:
+            self.postgres.start()
+        return f"PostgreSQL stopped; {what}; PostgreSQL started"
+
+    def _together(self, rng: random.Random, *faults: Callable[[Cluster, random.Random], str]) -> str:
+        """The faults started at the same moment, each in a thread with its own random stream; waits
+        for all of them (each heals its own engine before it returns)."""
+        results: list[str] = [""] * len(faults)
+        seeds = [rng.random() for _ in faults]
+
+        def run(index: int) -> None:
+            try:
+                results[index] = faults[index](self, random.Random(seeds[index]))
+            except Exception as error:  # noqa: BLE001 - reported in the nemesis log; heal() follows
+                results[index] = f"failed: {error!r}"
+
+        threads = [threading.Thread(target=run, args=(index,), daemon=True) for index in range(len(faults))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        if any(result.startswith("failed") for result in results):
+            self.heal()
+        return " | ".join(results)
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.topology == "cluster":
@@ -390,6 +436,7 @@ TOPOLOGIES = ("single", "cluster")
 NODE_FAULTS: dict[str, Callable[[Cluster, random.Random], str]] = {
     "redis-primary-kill": Cluster.kill_redis_primary,
     "postgres-replica-kill": Cluster.kill_postgres_replica,
+    "redis-primary-kill-during-postgres-outage": Cluster.kill_redis_primary_during_postgres_outage,
 }
 
 # What runs on the clustered topology, in schedule order: the process faults, each engine's node fault,

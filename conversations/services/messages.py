@@ -4,6 +4,7 @@ API), how two messages compare, and the window's rows read from PostgreSQL in th
 Every other stage builds on these; nothing here writes.
 """
 
+import functools
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -124,7 +125,15 @@ def _fetch_prepared(connection: BaseDatabaseWrapper, sql: str, parameters: list[
         # prepare, whatever this says: only the statements sent from here are prepared.
         connection.connection.prepare_threshold = _PREPARE_THRESHOLD
     with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, parameters, prepare=settings.MEMORY_DB_PREPARE)
+
+        def execute(sql: str, parameters: Any, many: bool, context: dict[str, Any]) -> Any:
+            return cursor.execute(sql, parameters, prepare=settings.MEMORY_DB_PREPARE)
+
+        # The connection's execute wrappers (``connection.execute_wrapper``: instrumentation, query
+        # logs) see this statement as they see every statement Django sends.
+        for wrapper in reversed(connection.execute_wrappers):
+            execute = functools.partial(wrapper, execute)
+        execute(sql, parameters, False, {"connection": connection, "cursor": cursor})
         return cursor.fetchall()
 
 

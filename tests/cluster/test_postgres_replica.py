@@ -27,7 +27,8 @@ BROKER_URL = os.environ.get("CELERY_BROKER_URL", "amqp://guest:guest@127.0.0.1:5
 QUEUE = f"replica-pair-{os.getpid()}"
 PROBE = Path(__file__).with_name("replica_probe.py")
 # A read of the messages table in the replica's statement log (log_statement=all).
-MESSAGE_READ = re.compile(r'statement:\s*SELECT(?:(?!LOG:)[\s\S])*?\bFROM "?conversation_messages\b')
+# A simple query logs "statement: ...", a prepared or extended one "execute <name>: ..." (the cold window's).
+MESSAGE_READ = re.compile(r'(?:statement|execute [^:\s]*):\s*SELECT(?:(?!LOG:)[\s\S])*?\bFROM "?conversation_messages\b')
 
 pytestmark = [pytest.mark.timeout(300)]
 
