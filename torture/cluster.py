@@ -288,6 +288,13 @@ class Cluster:
             self.postgres.start()
         return f"PostgreSQL stopped; RabbitMQ restarted meanwhile; PostgreSQL started{waited}"
 
+    def kill_rabbitmq_node(self, rng: random.Random) -> str:
+        """SIGKILL a node of the RabbitMQ cluster (the persist queue's leader, or the node the workers
+        consume from), start it again, and wait until it is back in every quorum queue; then until the
+        workers consume and keep up (``--topology cluster``: ``self.rabbit`` is a PrivateRabbitCluster)."""
+        self.rabbit.queues = self.rabbit.queues or (QUEUE, f"{QUEUE}-derived")
+        return self.rabbit.kill_node(rng) + self._workers_consuming()
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.redis.process is None or self.redis.process.poll() is not None:
@@ -326,4 +333,9 @@ FAULTS = {
     "postgres-stop": Cluster.stop_postgres,
     "rabbitmq-restart-during-postgres-outage": Cluster.restart_rabbitmq_during_postgres_outage,
     "rabbitmq-restart": Cluster.restart_rabbitmq,
+}
+
+# Faults of one node of a clustered engine (``--topology cluster``).
+NODE_FAULTS = {
+    "kill_rabbitmq_node": Cluster.kill_rabbitmq_node,
 }

@@ -205,8 +205,9 @@ class PrivateRabbitCluster:
 
     @property
     def process(self) -> subprocess.Popen | None:
-        """A running node's process (None when every node is down), as ``Cluster.heal`` asks of one node."""
-        return next((node.process for node in self.nodes if node.running), None)
+        """The first node's process while every node runs, else None: ``Cluster.heal`` then calls
+        ``start``, which starts the nodes that are down."""
+        return self.nodes[0].process if all(node.running for node in self.nodes) else None
 
     def ctl(self, *arguments: str, timeout: float = 60.0) -> str:
         return self.live_node().ctl(*arguments, timeout=timeout)
