@@ -117,6 +117,7 @@ class PrivateRabbitCluster:
         """SIGKILL one node (``target``: "leader" of the persist queue, or "consumers", the node its
         consumers are connected to; by default either, at random), leave it down ``FAILOVER_SECONDS``,
         start it again and wait until it is back in the cluster and in every quorum queue."""
+        self.start()  # a node left down by a fault that failed half-way: never take two of three
         target = target or rng.choice(("leader", "consumers"))
         victim = self.leader_node() if target == "leader" else self.consumers_node()
         if victim is None:
