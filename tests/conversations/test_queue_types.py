@@ -13,8 +13,10 @@ import amqp
 import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
 
 from conversations import tasks
+from conversations.models import Message
 from memoryproject.celery import EXIT_CONFIGURATION
 from memoryproject.celery import app as celery_app
 from memoryproject.settings import base
@@ -132,3 +134,20 @@ def no_worker_consumes_meanwhile(worker: CeleryWorker) -> Iterator[None]:
     finally:
         with celery_app.connection_for_write() as broker:
             broker.default_channel.queue_purge(settings.MEMORY_QUEUE)
+
+
+def test_an_append_meeting_a_queue_of_the_other_type_is_refused_and_nothing_is_kept(api, tenant, classic_queue, transactional_db):
+    # A web process of the new release before the migration: the broker refuses to declare the
+    # persist queue as a quorum queue. Nothing was sent: a refusal, not an indeterminate write.
+    (quorum,) = base.durable_queues(classic_queue, queue_type="quorum")
+    celery_app.amqp.queues.add(quorum)
+    try:
+        with override_settings(MEMORY_QUEUE=classic_queue):
+            answer = api.post("/api/v1/conversations/mismatch/messages/", {"role": "user", "content": "not kept"}, format="json")
+    finally:
+        celery_app.amqp.queues.pop(classic_queue)
+    assert answer.status_code == 503
+    assert answer.json()["error"]["code"] == "broker_unavailable"
+    assert ready(classic_queue) == 3
+    assert not Message.objects.for_tenant(tenant).exists()
+    assert api.get("/api/v1/conversations/mismatch/messages/").json().get("messages", []) == []
