@@ -29,7 +29,9 @@ pytestmark = [
     pytest.mark.skipif(not PrivateRabbitCluster.available(), reason="needs the machine's rabbitmq-server to start private nodes"),
 ]
 
-RESUME_BOUND = 15.0  # seconds from the kill until every worker consumes the persist queue again
+# Seconds from the kill until a write acknowledged after it is stored, every worker consuming again
+# (measured 0.0 to 11.3 s on two shared cores: a leader election, the clients' reconnections).
+RESUME_BOUND = 20.0
 WORKERS = 2
 APPENDERS = 3
 
