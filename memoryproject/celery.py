@@ -1,8 +1,10 @@
 """The Celery app: configured from Django settings (``CELERY_`` namespace), JSON only."""
 
 import os
+import sys
 import uuid
 
+import structlog
 from celery import Celery, bootsteps, signals
 from celery.worker.control import inspect_command
 
@@ -54,6 +56,31 @@ def ledger_generation(state: object) -> dict[str, object]:
 
 
 app.steps["consumer"].add(LedgerDisturbance)
+
+EXIT_CONFIGURATION = 78  # EX_CONFIG: a supervisor told "do not restart me as I am"
+
+
+@signals.worker_init.connect
+def check_queue_types(**kwargs: object) -> None:
+    """Before a worker consumes, the write path's queues are declared with their configured type
+    (``MEMORY_QUEUE_TYPE``): a queue the broker holds with the other type stops the worker at once
+    with what to do, rather than a bare PRECONDITION_FAILED from Celery's own declare. A broker
+    that cannot be reached now is left to the worker's reconnection."""
+    from kombu.exceptions import OperationalError
+
+    from conversations.services import queues
+
+    with app.connection_for_write() as connection:
+        if connection.transport.driver_type != "amqp":
+            return
+        try:
+            connection.ensure_connection(max_retries=2)
+            queues.queues_declare(connection=connection)
+        except queues.QueueTypeMismatch as error:
+            structlog.get_logger(__name__).critical("broker_queue_type_mismatch", queue=error.queue, error=str(error))
+            sys.exit(EXIT_CONFIGURATION)
+        except (OperationalError, OSError):
+            return
 
 
 @signals.task_prerun.connect

@@ -27,7 +27,9 @@ MAX_RETRIES = 8
 
 
 def _backoff(retries: int) -> float:
-    return min(settings.MEMORY_RETRY_BACKOFF_MAX, 2**retries) * random.uniform(0.5, 1.0)
+    # At least a second: on quorum queues a countdown waits in RabbitMQ's delay queues, which count
+    # whole seconds, and Celery refuses one that rounds down to zero.
+    return max(1.0, min(settings.MEMORY_RETRY_BACKOFF_MAX, 2**retries) * random.uniform(0.5, 1.0))
 
 
 # max_retries on the task, not only on retry(): retry(max_retries=None) means Celery's default of 3.

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from torture.checker import FIGURES, FINAL_WINDOW, MUST_BE_ZERO, Held, Report, Row, check, held_messages
-from torture.cluster import FAULTS, NODE_FAULTS, QUEUE, TOPOLOGIES, Cluster, faults_of
+from torture.cluster import CLUSTER_FAULTS, FAULTS, QUEUE, TOPOLOGIES, Cluster, faults_of
 from torture.workload import CHAIN_DEADLINE, TIMEOUT, Client, History
 
 DRAIN_MARGIN = 60.0  # seconds beyond the longest retry schedule
@@ -65,7 +65,7 @@ def arguments(argv: list[str]) -> argparse.Namespace:
         "--faults",
         default=None,
         help=f"comma-separated, in schedule order (default: every fault of the topology); single: {', '.join(FAULTS)}; "
-        f"cluster adds: {', '.join(NODE_FAULTS)}; 'none' for no faults",
+        f"cluster: {', '.join(CLUSTER_FAULTS)}; 'none' for no faults",
     )
     parser.add_argument(
         "--serve",

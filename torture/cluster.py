@@ -382,6 +382,13 @@ class Cluster:
             self.heal()
         return " | ".join(results)
 
+    def kill_rabbitmq_node(self, rng: random.Random) -> str:
+        """SIGKILL a node of the RabbitMQ cluster (the persist queue's leader, or the node the workers
+        consume from), start it again, and wait until it is back in every quorum queue; then until the
+        workers consume and keep up (``--topology cluster``: ``self.rabbit`` is a PrivateRabbitCluster)."""
+        self.rabbit.queues = self.rabbit.queues or (QUEUE, f"{QUEUE}-derived")
+        return self.rabbit.kill_node(rng) + self._workers_consuming()
+
     def heal(self) -> None:
         """Everything running again (after a fault that failed half-way, or at the end)."""
         if self.topology == "cluster":
@@ -431,23 +438,22 @@ FAULTS = {
 
 TOPOLOGIES = ("single", "cluster")
 
-# The clustered topology's own faults: a node of one engine killed (its role taken over by the others),
-# alone or while another engine is broken too.
-NODE_FAULTS: dict[str, Callable[[Cluster, random.Random], str]] = {
-    "redis-primary-kill": Cluster.kill_redis_primary,
-    "postgres-replica-kill": Cluster.kill_postgres_replica,
-    "redis-primary-kill-during-postgres-outage": Cluster.kill_redis_primary_during_postgres_outage,
-}
-
-# What runs on the clustered topology, in schedule order: the process faults, each engine's node fault,
-# then the combined ones. Single-node faults that restart or pause "the" Redis or RabbitMQ have no meaning there.
+# What runs on the clustered topology, in schedule order: a node of each engine killed (its role taken
+# over by the others), then the process faults and two engines at once, interleaved. The single-node faults that restart or pause "the" Redis or
+# RabbitMQ have no meaning there.
 CLUSTER_FAULTS = {
+    "redis-primary-kill": Cluster.kill_redis_primary,
+    "rabbitmq-node-kill": Cluster.kill_rabbitmq_node,
+    "postgres-replica-kill": Cluster.kill_postgres_replica,
     "kill-worker-process": Cluster.kill_worker_process,
+    "redis-primary-kill-and-rabbitmq-node-kill": Cluster.kill_redis_primary_and_rabbitmq_node,
     "kill-web-worker": Cluster.kill_web_worker,
+    "redis-primary-kill-during-postgres-outage": Cluster.kill_redis_primary_during_postgres_outage,
     "kill-worker": Cluster.kill_worker,
+    "rabbitmq-node-kill-and-postgres-replica-kill": Cluster.kill_rabbitmq_node_and_postgres_replica,
     "postgres-stop": Cluster.stop_postgres,
 }
 
 
 def faults_of(topology: str) -> dict[str, Callable[[Cluster, random.Random], str]]:
-    return {**CLUSTER_FAULTS, **NODE_FAULTS} if topology == "cluster" else FAULTS
+    return CLUSTER_FAULTS if topology == "cluster" else FAULTS

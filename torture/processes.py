@@ -233,6 +233,8 @@ class TcpProxy:
         self.idle_timeout = idle_timeout
         self.port = free_port()
         self._connections: list[socket.socket] = []
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []  # (client, upstream) of each connection
+        self._silenced: set[socket.socket] = set()  # client sockets left open and silent by blackhole()
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._reserved: socket.socket | None = None  # holds the port while cut
@@ -262,11 +264,11 @@ class TcpProxy:
             upstream.settimeout(self.idle_timeout)
             with self._lock:
                 self._connections += [client, upstream]
+                self._pairs.append((client, upstream))
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
 
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
                 sink.sendall(data)
@@ -274,10 +276,28 @@ class TcpProxy:
             pass
         finally:
             for end in (source, sink):
+                if end in self._silenced:
+                    continue
                 try:
                     end.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
+
+    def blackhole(self) -> None:
+        """The target forgets every connection open now (closed on its side, as a restarted node
+        does), while their clients hear nothing at all: no close, no reset, their bytes acknowledged
+        and dropped, as behind a half-open TCP connection (a node's host restarted, a NAT or a load
+        balancer that kept the client's side). New connections reach the target as before."""
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+            for client, upstream in pairs:
+                self._silenced.add(client)
+                try:
+                    upstream.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                upstream.close()
+                self._connections.remove(upstream)
 
     def _bound(self) -> socket.socket:
         bound = socket.socket()
@@ -308,6 +328,8 @@ class TcpProxy:
                     pass
                 conn.close()
             self._connections.clear()
+            self._pairs.clear()
+            self._silenced.clear()
 
     def restore(self) -> None:
         self.start()

@@ -21,6 +21,7 @@ from kombu.entity import PERSISTENT_DELIVERY_MODE
 from kombu.utils.uuid import uuid as kombu_uuid
 
 from conversations import metrics
+from conversations.services import queues
 from core.exceptions import ServiceUnavailable
 from tenants.models import Tenant
 
@@ -193,7 +194,14 @@ def publish_args(task: Any, *args: Any) -> None:
         ) from error.__cause__
     except Exception as error:  # refused (nacked), or never sent: the broker could not be reached
         metrics.publish_failures.labels(outcome="refused").inc()
-        logger.error("publish_failed", task=task.name, error=repr(error))
+        if queues.is_type_mismatch(error):  # an operator's to fix: the log says how
+            logger.error(
+                "broker_queue_type_mismatch",
+                task=task.name,
+                error=str(queues.QueueTypeMismatch(settings.MEMORY_QUEUE, str(error))),
+            )
+        else:
+            logger.error("publish_failed", task=task.name, error=repr(error))
         raise ServiceUnavailable(
             "The message broker did not take the write, so nothing was stored. Retry shortly.",
             code="broker_unavailable",
@@ -204,10 +212,17 @@ class _Indeterminate(Exception):
     """Raised from a publish whose message may have reached the broker (see ``PublishIndeterminate``)."""
 
 
+DECLARATIONS = ("Queue.declare", "Exchange.declare", "Queue.bind")  # AMQP methods sent before the message
+
+
 def _sent(error: BaseException) -> bool:
     """Whether a publish that raised ``error`` had written its message: the failure came while it
-    waited for the confirm (a read), not while it connected or wrote. A nack is a refusal."""
+    waited for the confirm (a read), not while it connected or wrote. A nack is a refusal, and so
+    is the broker's refusal of the queue's declaration, which comes before the message is written
+    (a queue of another type: PRECONDITION_FAILED on Queue.declare)."""
     if isinstance(error, MessageNacked):
+        return False
+    if getattr(error, "method_name", None) in DECLARATIONS:
         return False
     trace = error.__traceback__
     while trace is not None:

@@ -203,10 +203,6 @@ def with_replica(databases: dict) -> dict:
 MEMORY_DB_PREPARE = env.bool("MEMORY_DB_PREPARE", default=True)
 
 
-def durable_queues(*names: str) -> tuple[Queue, ...]:
-    return tuple(Queue(name, Exchange(name, type="direct", durable=True), routing_key=name, durable=True) for name in names)
-
-
 # Redis Cluster: REDIS_URL then names one or more of its nodes, comma-separated
 # (redis://10.0.0.1:6379,redis://10.0.0.2:6379); the service uses redis-py's cluster client, puts every
 # key of a conversation in one slot, and waits for a replica before it acknowledges a write.
@@ -216,6 +212,51 @@ MEMORY_REDIS_CLUSTER = env.bool("MEMORY_REDIS_CLUSTER", default=False)
 MEMORY_REDIS_WAIT_REPLICAS = env.int("MEMORY_REDIS_WAIT_REPLICAS", default=1 if MEMORY_REDIS_CLUSTER else 0)
 # Milliseconds an append waits for those replicas before it answers 503 (below MEMORY_REDIS_SOCKET_TIMEOUT).
 MEMORY_REDIS_WAIT_TIMEOUT = env.int("MEMORY_REDIS_WAIT_TIMEOUT", default=250)
+
+
+QUEUE_TYPES = ("quorum", "classic")
+# A quorum queue drops (or dead-letters) a message redelivered more than its delivery limit, and
+# RabbitMQ 4 sets a limit of 20 by default: a persist message handed back to the broker that often
+# (worker restarts, holds, broker failovers) would be an acknowledged write lost. Set explicitly, so
+# high that it is never reached (RabbitMQ 3.10 takes no "unlimited").
+QUORUM_DELIVERY_LIMIT = 1_000_000
+
+
+def durable_queues(*names: str, queue_type: str = "classic") -> tuple[Queue, ...]:
+    """The durable queues of the write path, of ``queue_type`` (``broker_queue_type``).
+
+    Classic queues keep the direct exchange of their name they always had. Quorum queues are bound to
+    a topic exchange (``<name>.topic``): a task published with a countdown then waits in RabbitMQ's
+    delay queues (Celery's native delayed delivery) instead of in a worker's hands, where it would
+    hold one of the worker's prefetch slots, which Celery cannot raise on a quorum queue."""
+    if queue_type == "quorum":
+        arguments = {"x-queue-type": "quorum", "x-delivery-limit": QUORUM_DELIVERY_LIMIT}
+        return tuple(
+            Queue(
+                name,
+                Exchange(f"{name}.topic", type="topic", durable=True),
+                routing_key=name,
+                durable=True,
+                queue_arguments=arguments,
+            )
+            for name in names
+        )
+    return tuple(Queue(name, Exchange(name, type="direct", durable=True), routing_key=name, durable=True) for name in names)
+
+
+def broker_queue_type(broker_url: str) -> str:
+    """``MEMORY_QUEUE_TYPE``, or where it is unset the broker's best: quorum on RabbitMQ (an
+    ``amqp://`` URL, or several separated by ``;``), classic on any other transport (the embedded
+    run's Redis, which has no queue types)."""
+    on_rabbitmq = broker_url.split("://", 1)[0] in ("amqp", "amqps", "pyamqp")
+    queue_type = MEMORY_QUEUE_TYPE or ("quorum" if on_rabbitmq else "classic")
+    if queue_type not in QUEUE_TYPES:
+        raise ImproperlyConfigured(f"MEMORY_QUEUE_TYPE={queue_type!r}: use one of {', '.join(QUEUE_TYPES)}, or leave it unset.")
+    if queue_type == "quorum" and not on_rabbitmq:
+        raise ImproperlyConfigured(
+            "MEMORY_QUEUE_TYPE=quorum needs RabbitMQ (an amqp:// CELERY_BROKER_URL); unset it for this broker."
+        )
+    return queue_type
 
 
 def cache_settings(url: str) -> dict:
@@ -254,6 +295,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True, "confirm_timeout": 5
 # Seconds to connect to the broker before an append answers 503 broker_unavailable.
 CELERY_BROKER_CONNECTION_TIMEOUT = env.float("MEMORY_BROKER_CONNECT_TIMEOUT", default=2.0)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Seconds between AMQP heartbeats on a worker's broker connection. A connection the broker lost
+# without a word (its node restarted or failed over while the worker was idle, the TCP connection
+# left half-open) is found dead once two are missed, and the worker reconnects to a live node. With
+# Celery's default (120 s, lowered to RabbitMQ's 60) an idle worker sat two to three minutes on it.
+CELERY_BROKER_HEARTBEAT = env.float("MEMORY_BROKER_HEARTBEAT", default=5.0)
 CELERY_BROKER_POOL_LIMIT = 20
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -282,7 +328,14 @@ MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="memory")
 # the persistence of acknowledged writes; a deployment may give it workers of its own.
 MEMORY_DERIVED_QUEUE = env.str("MEMORY_DERIVED_QUEUE", default=f"{MEMORY_QUEUE}-derived")
 CELERY_TASK_DEFAULT_QUEUE = MEMORY_QUEUE
+# The type of the persist and derived queues: "quorum" (replicated on the nodes of a RabbitMQ
+# cluster; RabbitMQ 3.10 or later) or "classic". Unset: quorum on RabbitMQ, classic on the embedded
+# Redis broker. A queue already declared with the other type is not changed: see docs/operations.md.
+MEMORY_QUEUE_TYPE = env.str("MEMORY_QUEUE_TYPE", default="")
+# Each environment's module sets the queues again for its broker (``broker_queue_type``).
 CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE)
+# Delayed tasks (a countdown) on quorum queues wait in RabbitMQ's delay queues, quorum too.
+CELERY_BROKER_NATIVE_DELAYED_DELIVERY_QUEUE_TYPE = "quorum"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Celery's Django fixup closes the database connection around every task unless this is set: a new
 # PostgreSQL connection per persisted write. With it, connections are kept and recycled the way

@@ -6,7 +6,17 @@ under ``./var/`` (see ``memoryproject/embedded.py``); the Celery broker is then 
 """
 
 from .base import *  # noqa: F403
-from .base import BASE_DIR, cache_settings, database_settings, env, with_replica
+from .base import (
+    BASE_DIR,
+    MEMORY_DERIVED_QUEUE,
+    MEMORY_QUEUE,
+    broker_queue_type,
+    cache_settings,
+    database_settings,
+    durable_queues,
+    env,
+    with_replica,
+)
 
 # Django's secret: signs sessions and CSRF tokens, and derives the keys of MEMORY_CREDENTIAL_KEYS and
 # MEMORY_TOMBSTONE_KEYS when they are unset. Required in production: a long random string, kept secret.
@@ -32,3 +42,5 @@ if CELERY_BROKER_URL.startswith(("redis", "rediss", "redis+socket")):
     # Publisher confirms are an AMQP feature; on the embedded Redis broker, durability comes from
     # the broker's own append-only file (see memoryproject/embedded.py).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+MEMORY_QUEUE_TYPE = broker_queue_type(CELERY_BROKER_URL)
+CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE, queue_type=MEMORY_QUEUE_TYPE)

@@ -1,13 +1,24 @@
 """Production settings: every service URL and the secret key must come from the environment."""
 
 from .base import *  # noqa: F403
-from .base import cache_settings, database_settings, env, with_replica
+from .base import (
+    MEMORY_DERIVED_QUEUE,
+    MEMORY_QUEUE,
+    broker_queue_type,
+    cache_settings,
+    database_settings,
+    durable_queues,
+    env,
+    with_replica,
+)
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY")
 DATABASES = with_replica({"default": database_settings(env.str("DATABASE_URL"))})
 REDIS_URL = env.str("REDIS_URL")
 CACHES = cache_settings(REDIS_URL)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL")
+MEMORY_QUEUE_TYPE = broker_queue_type(CELERY_BROKER_URL)
+CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE, queue_type=MEMORY_QUEUE_TYPE)
 
 STORAGES = {
     **STORAGES,  # noqa: F405

@@ -4,7 +4,7 @@ Redis uses its own database number so a test run never touches another user's ke
 """
 
 from .base import *  # noqa: F403
-from .base import cache_settings, database_settings, durable_queues, env, with_replica
+from .base import broker_queue_type, cache_settings, database_settings, durable_queues, env, with_replica
 
 SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="test-only-secret-key-not-for-production")
 DEBUG = False
@@ -21,7 +21,8 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="amqp://guest:guest@127
 MEMORY_QUEUE = env.str("MEMORY_QUEUE", default="memory-test")
 MEMORY_DERIVED_QUEUE = env.str("MEMORY_DERIVED_QUEUE", default=f"{MEMORY_QUEUE}-derived")
 CELERY_TASK_DEFAULT_QUEUE = MEMORY_QUEUE
-CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE)
+MEMORY_QUEUE_TYPE = broker_queue_type(CELERY_BROKER_URL)
+CELERY_TASK_QUEUES = durable_queues(MEMORY_QUEUE, MEMORY_DERIVED_QUEUE, queue_type=MEMORY_QUEUE_TYPE)
 
 # Static files straight from the apps and ./static, without collectstatic.
 STATIC_ROOT = None

@@ -444,6 +444,49 @@ def test_a_thread_pool_worker_keeps_consuming_after_a_broker_reconnect_with_task
         worker.stop()
 
 
+# Seconds a worker may take to consume again once its broker connection went silent: two missed
+# heartbeats (MEMORY_BROKER_HEARTBEAT, 5 s), a check, and a reconnection, on a busy machine.
+RECONNECT_BOUND = 15.0
+
+
+@pytest.mark.worker
+def test_a_worker_whose_broker_went_silent_consumes_again_within_seconds(api, tenant, worker_env, no_worker, broker_proxy):
+    # A node restarted, or failed over, behind a half-open connection: the broker forgot the
+    # worker's connection (its messages went back to the queue) but the worker hears neither a close
+    # nor a reset; what it sends is acknowledged by TCP and goes nowhere. Only AMQP heartbeats tell:
+    # with Celery's default (120 s, 60 on RabbitMQ) the worker sat idle two minutes and more while
+    # acknowledged writes waited in the queue.
+    broker = urlsplit(settings.CELERY_BROKER_URL)
+    proxied = urlunsplit(broker._replace(netloc=f"{broker.username}:{broker.password}@127.0.0.1:{broker_proxy.port}"))
+    worker = CeleryWorker(env={**worker_env, "CELERY_BROKER_URL": proxied}, name="silent", pool="threads", concurrency=4)
+    worker.start()
+    try:
+        before = [append(api, "silent", f"before {n}") for n in range(3)]
+        assert [answer.status_code for answer in before] == [201] * 3
+        wait_for_rows(Message, tenant, 3)
+        offset = worker.log_path.stat().st_size
+        broker_proxy.blackhole()
+        silenced_at = time.monotonic()
+        after = [append(api, "silent", f"after {n}") for n in range(5)]
+        assert [answer.status_code for answer in after] == [201] * 5
+        try:
+            wait_for_rows(Message, tenant, 8, timeout=RECONNECT_BOUND)
+        except AssertionError:
+            raise AssertionError(
+                f"the worker did not consume within {RECONNECT_BOUND:.0f} s of its connection going silent; its log: "
+                + log_since(worker, offset)[-2000:]
+            ) from None
+        resumed = time.monotonic() - silenced_at
+        stored = set(Message.objects.for_tenant(tenant).values_list("message_id", flat=True))
+        acknowledged = {answer.json()["messages"][0]["id"] for answer in before + after}
+        assert {str(message_id) for message_id in stored} == acknowledged
+        assert "Connection to broker lost" in log_since(worker, offset), (
+            f"consumed again after {resumed:.1f} s without reconnecting"
+        )
+    finally:
+        worker.stop()
+
+
 # --- 10. The ledger after Redis lost it: a message handed back to the broker voids the drain ------
 
 
