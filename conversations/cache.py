@@ -625,6 +625,11 @@ def reserve(
     except ReplicaUnconfirmed as error:
         if int(error.reply[0]) < 0:  # the lock was busy: nothing was written, nothing to confirm
             return None
+        # The ids this call reserved (found nowhere before it; every one when recording): the caller
+        # publishes nothing and drops them, so its 503 stays true ("nothing was written") and a
+        # resend is a new write (201) rather than an earlier attempt's (200).
+        kinds = list(error.reply[4::2]) if look_up else []
+        error.reserved_now = [message["id"] for index, message in enumerate(messages) if index >= len(kinds) or not kinds[index]]
         raise
     if int(reply[0]) < 0:
         return None

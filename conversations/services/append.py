@@ -198,11 +198,13 @@ def _append_through_cache(
             tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token, messages=messages
         )
     except cache.ReplicaUnconfirmed as error:
-        # Nothing is published: the lock goes, and so do the reservations of ids this request made up
-        # (nobody can resend them). A client's own ids stay reserved, as after a crash: a resend
-        # publishes them with the seqs reserved now, whether or not a failover undid this reservation.
-        made_up = [message["id"] for message in messages if message["id"] not in client_ids]
-        _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token, unreserve=made_up)
+        # Nothing is published: the lock goes, and so do the reservations this request made (the ids
+        # found nowhere before it, the client's as well as made-up ones), as when the broker refuses a
+        # publish: the 503 says nothing was written, and a resend is a new write with a new seq. Ids
+        # reserved by an earlier attempt stay: its publish may be in the queue.
+        _release_quietly(
+            tenant=tenant, conversation_id=conversation_id, token=token, unreserve=getattr(error, "reserved_now", [])
+        )
         raise _replica_unavailable(conversation_id, str(error)) from error
     fresh: list[str] = []  # reserved now: dropped unless published
     published = False

@@ -9,8 +9,10 @@
    the queue every acknowledged message is stored once, with that seq, and the window is the rows.
 """
 
+import os
 import random
 import shutil
+import signal
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,7 +30,7 @@ from core import metrics
 from core.redis_client import client
 from search.coverage import conversation_coverage
 from tests.conftest import client_for, run_queued_tasks, wait_for_rows
-from tests.faults import CeleryWorker
+from tests.faults import CeleryWorker, wait_until
 from torture.redis_cluster import PrivateRedisCluster
 
 pytestmark = pytest.mark.skipif(
@@ -238,6 +240,31 @@ def test_a_failover_behind_a_lagging_replica_keeps_every_acknowledged_append(
     assert [(m["id"], m["seq"]) for m in window(api, "fo")] == [(str(i), s) for i, s in rows]
     assert all(answer.status_code in (201, 503) for answer in during)
     assert redis_errors == [] or all("MOVED" in e or "Connection" in e or "Timeout" in e for e in redis_errors)
+
+
+def test_a_503_replica_unavailable_writes_nothing_and_its_resend_is_a_new_write(tenant, on_cluster, no_worker):
+    """No replica confirms the reservation (its replica stopped): 503 ``replica_unavailable``, which says
+    nothing was written, so it must leave nothing behind: once a replica is back, the resend of the same
+    ids is a new write (201), not one "already known" from the refused attempt (200), and the window
+    holds each message once."""
+    api = client_for(tenant)
+    ids = [uid("ru-0"), uid("ru-1")]
+    messages = [{"id": message_id, "role": "user", "content": f"refused {n}"} for n, message_id in enumerate(ids)]
+    assert append(api, "ru", [{"role": "user", "content": "before"}]).status_code == 201
+    primary = on_cluster.primary_of(cache.key(tenant.slug, "ru", "state"))
+    replica = on_cluster.lag_replica(primary)
+    try:
+        refused = append(api, "ru", messages)
+        assert refused.status_code == 503, refused.content
+        assert refused.json()["error"]["code"] == "replica_unavailable", refused.content
+        made_up = append(api, "ru", [{"role": "user", "content": "no id"}])
+        assert made_up.status_code == 503, made_up.content
+    finally:
+        os.kill(replica.process.pid, signal.SIGCONT)
+    wait_until(lambda: primary.info("replication").get("connected_slaves", 0) >= 1, message="the replica to be back")
+    resent = append(api, "ru", messages)
+    assert resent.status_code == 201, resent.content  # 200 would say an attempt that answered 503 wrote them
+    assert [m["content"] for m in window(api, "ru")] == ["before", "refused 0", "refused 1"]
 
 
 # --- 3. The harness's fault: a primary killed, its replica promoted ------------------------------

@@ -44,3 +44,39 @@ def test_faults_lose_duplicate_reorder_reseq_and_leak_nothing(tmp_path):
     assert {entry.split(" ")[1].rstrip(":") for entry in report["faults"]} == set(FAULTS)
     assert {name: report[name] for name in MUST_BE_ZERO if report[name]} == {}, run.stdout[-6000:]
     assert run.returncode == 0
+
+
+# A node of each engine killed, and two engines at once: the clustered topology's own schedule.
+# A RabbitMQ node takes 15 to 85 s to be back in every quorum queue: the run is long enough for all four.
+CLUSTER_FAULTS = (
+    "redis-primary-kill",
+    "postgres-replica-kill",
+    "rabbitmq-node-kill",
+    "redis-primary-kill-and-rabbitmq-node-kill",
+)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(not PrivateRabbit.available(), reason="needs the machine's rabbitmq-server to start private nodes")
+def test_the_clustered_topology_loses_nothing_when_a_node_of_each_engine_dies(tmp_path):
+    """``python -m torture --topology cluster``: a Redis Cluster of three primaries with a replica each,
+    three RabbitMQ nodes with quorum queues, a PostgreSQL primary with a streaming replica, all
+    started by the harness on private ports; each fault kills a node under the workload."""
+    report_path = tmp_path / "torture.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "torture", "--topology", "cluster", "--duration", "90", "--clients", "4", "--tenants", "2"]
+        + ["--conversations", "2", "--interval", "1", "--faults", ",".join(CLUSTER_FAULTS), "--json", str(report_path)],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
+    assert report_path.exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads(report_path.read_text())["runs"][0]
+    assert report["acknowledged"] > 50
+    faults = {entry.split(" ")[1].rstrip(":") for entry in report["faults"]}
+    assert faults == set(CLUSTER_FAULTS), report["faults"]
+    assert not [entry for entry in report["faults"] if "failed" in entry], report["faults"]
+    assert {name: report[name] for name in MUST_BE_ZERO if report[name]} == {}, run.stdout[-6000:]
+    assert run.returncode == 0
