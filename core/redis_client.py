@@ -92,6 +92,21 @@ def node_client(connection: Any, key: str) -> redis.Redis:
     return connection
 
 
+def cluster_answers() -> bool:
+    """Whether any primary of the Redis Cluster answers a PING (its slot map as the client knows it):
+    one slot failing over, rather than the whole cluster gone. False on a single Redis."""
+    connection = client()
+    if not clustered(connection):
+        return False
+    for node in connection.get_primaries():
+        try:
+            if connection.ping(target_nodes=node):
+                return True
+        except redis.RedisError:
+            continue
+    return False
+
+
 def scan_keys(connection: Any, pattern: str, *, slot_key: str) -> list[bytes]:
     """Every key matching ``pattern``, all of them in ``slot_key``'s slot: in a cluster only the
     primary that holds that slot is scanned."""

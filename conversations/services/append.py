@@ -21,6 +21,7 @@ PostgreSQL down, the Redis path needs nothing from it but the check of a client'
 does not hold.
 """
 
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from conversations.services.seqs import _release_quietly, _reserve_locked, _rese
 from core import storable
 from core.exceptions import Conflict, ServiceUnavailable
 from core.metrics import fallbacks
+from core.redis_client import cluster_answers
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -124,14 +126,25 @@ def message_append(
 
 def _forget_cached_window(*, tenant: Tenant, conversation_id: str) -> None:
     """On Redis Cluster, one slot's primary failing (a failover under way) sends an append through
-    PostgreSQL while the other slots, and soon this one, still serve windows: the conversation's
-    cached window, which lacks the rows just committed, goes, so the next read rebuilds it from them.
-    If this slot does not answer yet, its window is rebuilt by the cache repair sweep, or completed
-    by the worker's settle of these rows (``_append_through_database``)."""
-    try:
-        cache.invalidate(tenant_slug=tenant.slug, conversation_id=conversation_id)
-    except cache.CacheUnavailable:
-        pass
+    PostgreSQL while the other slots, and soon this one, still serve windows. The conversation's
+    cached window, which lacks the rows just committed, must go before the 201: the replica that
+    takes the slot over holds it, and a read after the answer would miss the write. So while the rest
+    of the cluster answers, this waits for the slot to come back (``MEMORY_REDIS_FAILOVER_WAIT``) and
+    drops the window there. With the whole cluster down, or past the wait, the window is rebuilt by
+    the cache repair sweep, or completed by the worker's settle of these rows, as with a single Redis
+    that was down (``_append_through_database``)."""
+    deadline = time.monotonic() + settings.MEMORY_REDIS_FAILOVER_WAIT
+    pause = 0.05
+    while True:
+        try:
+            cache.invalidate(tenant_slug=tenant.slug, conversation_id=conversation_id)
+            return
+        except cache.CacheUnavailable:
+            if time.monotonic() + pause > deadline or not cluster_answers():
+                logger.warning("append_window_not_forgotten", tenant=tenant.slug, conversation_id=conversation_id)
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.4)
 
 
 def _field(prefix: str, name: str) -> str:

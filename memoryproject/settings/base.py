@@ -212,6 +212,10 @@ MEMORY_REDIS_CLUSTER = env.bool("MEMORY_REDIS_CLUSTER", default=False)
 MEMORY_REDIS_WAIT_REPLICAS = env.int("MEMORY_REDIS_WAIT_REPLICAS", default=1 if MEMORY_REDIS_CLUSTER else 0)
 # Milliseconds an append waits for those replicas before it answers 503 (below MEMORY_REDIS_SOCKET_TIMEOUT).
 MEMORY_REDIS_WAIT_TIMEOUT = env.int("MEMORY_REDIS_WAIT_TIMEOUT", default=250)
+# Redis Cluster: seconds an append committed through PostgreSQL while its slot fails over waits for the
+# slot to come back and drop the conversation's cached window before it answers (read-your-writes).
+# Set it above the cluster's failover time (cluster-node-timeout plus a few seconds).
+MEMORY_REDIS_FAILOVER_WAIT = env.float("MEMORY_REDIS_FAILOVER_WAIT", default=20.0)
 
 
 QUEUE_TYPES = ("quorum", "classic")

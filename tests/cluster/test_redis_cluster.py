@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -265,6 +266,25 @@ def test_a_503_replica_unavailable_writes_nothing_and_its_resend_is_a_new_write(
     resent = append(api, "ru", messages)
     assert resent.status_code == 201, resent.content  # 200 would say an attempt that answered 503 wrote them
     assert [m["content"] for m in window(api, "ru")] == ["before", "refused 0", "refused 1"]
+
+
+def test_an_append_through_postgresql_during_a_failover_is_in_the_window_its_replica_serves(tenant, on_cluster, no_worker):
+    """The slot's primary dies with the conversation's window cached: the append goes through PostgreSQL,
+    and its 201 waits until the promoted replica (which holds the old window) has dropped that window;
+    a read after the 201 rebuilds it with the row, it does not serve the replica's stale copy."""
+    api = client_for(tenant)
+    assert append(api, "fp", [{"role": "user", "content": "cached before"}]).status_code == 201
+    assert [m["content"] for m in window(api, "fp")] == ["cached before"]  # the window is cached now
+    primary = on_cluster.primary_of(cache.key(tenant.slug, "fp", "state"))
+    replica = on_cluster.replica_of(primary)
+    wait_until(lambda: replica.info("replication").get("master_link_status") == "up", message="the replica in sync")
+    time.sleep(0.2)  # the window's keys replicated
+    primary.process.kill()
+    primary.process.wait(timeout=10)
+    answer = append(api, "fp", [{"role": "user", "content": "through postgresql"}])
+    assert answer.status_code == 201, answer.content
+    on_cluster._promoted(replica)
+    assert [m["content"] for m in window(api, "fp")] == ["cached before", "through postgresql"]
 
 
 # --- 3. The harness's fault: a primary killed, its replica promoted ------------------------------
