@@ -362,7 +362,7 @@ def run(options: argparse.Namespace, seed: int) -> Report:
 
 def serve(options: argparse.Namespace, seed: int) -> int:
     """The topology, kept running for a workload of someone else's, with the nemesis breaking nodes on
-    its schedule, until Ctrl-C or SIGTERM; then everything is healed, stopped and removed."""
+    its schedule, until Ctrl-C or SIGTERM; then everything is stopped and removed."""
     rng = random.Random(seed)
     cluster = Cluster(tenant_count=options.tenants, topology=options.topology)
     say(f"starting {cluster.describe()}, gunicorn and two Celery workers …")
@@ -393,11 +393,8 @@ def serve(options: argparse.Namespace, seed: int) -> int:
         return 0
     finally:
         stop_nemesis.set()
-        say("healing and stopping the servers …")
-        try:
-            cluster.heal()
-        finally:
-            cluster.stop()
+        say("stopping the servers …")
+        cluster.stop()
 
 
 # What serve() prints of the processes' environment: enough to start another process of the service on it.
