@@ -261,8 +261,8 @@ def take_queued_tasks(queue: str | None = None) -> list[tuple[str, Any]]:
         for message in messages + take_delayed_tasks(channel, queue):
             args, _kwargs, _embed = json.loads(message.body)
             name = message.headers["task"]
-            barrier = name == "conversations.tasks.ledger_barrier"
-            tasks.append((name, args[0] if queue == settings.MEMORY_QUEUE and not barrier else args))
+            whole = name in ("conversations.tasks.ledger_barrier", "conversations.tasks.cache_repair_sweep")
+            tasks.append((name, args[0] if queue == settings.MEMORY_QUEUE and not whole else args))
     return tasks
 
 
@@ -298,6 +298,8 @@ def run_tasks(tasks: list[tuple[str, dict[str, Any]]]) -> None:
             run_tasks([("conversations.tasks.messages_persist", each) for each in payload])
         elif name == "conversations.tasks.ledger_barrier":
             ledger_barrier.run(*payload)  # one step of a round; the next one it publishes is queued
+        elif name == "conversations.tasks.cache_repair_sweep":  # after a settle that failed
+            services.cache_repair_sweep()
         else:
             getattr(services, TASK_SERVICES[name])(payload=payload)
 

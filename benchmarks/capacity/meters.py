@@ -109,7 +109,7 @@ class StatementProxy(TcpProxy):
 
     def _pipe(self, source: socket.socket, sink: socket.socket) -> None:  # type: ignore[override]
         if source.getsockname()[1] != self.port:  # the server's answers pass uncounted
-            TcpProxy._pipe(source, sink)
+            super()._pipe(source, sink)
             return
         counter = StatementCounter()
         try:

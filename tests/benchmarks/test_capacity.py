@@ -53,10 +53,11 @@ def test_a_tiny_capacity_run_costs_every_operation_where_it_should(tmp_path):
     for batch in (1, 10):
         append = rows[f"append, batch of {batch}"]
         assert append["broker"]["published"] >= 1  # the persist task, confirmed before the 201
-        assert append["sql_statements"] >= 1  # the worker's insert
+        # The idle deployment's statements over as long are taken away: a tiny run's count may fall below 1.
+        assert append["sql_statements"] > 0  # the worker's insert
         assert append["redis_scripts"] >= 1
     assert rows["window read (cache)"]["sql_statements"] == 0
-    assert rows["cold window read"]["sql_statements"] >= 1
+    assert rows["cold window read"]["sql_statements"] > 0
     assert rows["embedded message, one per task"]["broker"]["delivered"] >= 1  # its embedding task
     for embedded in ("embedded message, in batches", "embedded message, one per task"):
         assert rows[embedded]["cpu_ms"]["derived worker"] > rows[embedded]["cpu_ms"]["web"]
