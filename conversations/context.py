@@ -205,6 +205,30 @@ def _turns_tokens(turns: Sequence[Sequence[dict[str, Any]]]) -> int:
 # --- Building -----------------------------------------------------------------------------------
 
 
+def fixed_tokens(request: ContextRequest) -> int:
+    """What every context of ``request`` costs before any message: the system prompt, the query, the reply's priming."""
+    fixed = REPLY_PRIMING + (_text_tokens(request.system_prompt) if request.system_prompt else 0)
+    return fixed + (_text_tokens(request.query) if request.query is not None else 0)
+
+
+def summary_cap(request: ContextRequest) -> int:
+    """The most tokens the summary of the older turns may take beside recent turns kept in full."""
+    return max(int(request.max_tokens * (1 - request.compression_threshold)), request.max_tokens // 10)
+
+
+def history_tokens(*, history: Sequence[dict[str, Any]], request: ContextRequest) -> int:
+    """What the conversation itself needs of the budget: the fixed costs, the last ``short_term_turns``
+    turns in full and, when there are older turns, room for their summary. What long-term memory
+    adds to the system message takes what is left (``memory.context``); older turns beyond the
+    short-term ones are then summarized rather than sent in full."""
+    _, turns = split_turns(repair_tool_sequences(history))
+    recent = turns[-request.short_term_turns :] if request.short_term_turns > 0 else []
+    needed = fixed_tokens(request) + _turns_tokens(recent)
+    if len(turns) > len(recent):
+        needed += summary_cap(request) + PER_MESSAGE
+    return needed
+
+
 def build(*, history: Sequence[dict[str, Any]], request: ContextRequest, older_turns: int = 0) -> BuiltContext:
     """The context for ``request`` from ``history`` (oldest first, the newest stored messages).
 
@@ -217,8 +241,7 @@ def build(*, history: Sequence[dict[str, Any]], request: ContextRequest, older_t
         all_turns = [preamble + all_turns[0], *all_turns[1:]] if all_turns else [preamble]
     window = request.short_term_turns + request.long_term_turns
     turns = all_turns[-window:] if window > 0 else []
-    fixed = REPLY_PRIMING + (_text_tokens(request.system_prompt) if request.system_prompt else 0)
-    fixed += _text_tokens(request.query) if request.query is not None else 0
+    fixed = fixed_tokens(request)
     if fixed > request.max_tokens:
         raise BudgetTooSmall(fixed, request.max_tokens)
 
@@ -263,9 +286,9 @@ def _compress(
     fit; everything older, and any recent turn that does not fit, is summarized."""
     recent = turns[-request.short_term_turns :] if request.short_term_turns > 0 else []
     older = turns[: len(turns) - len(recent)]
-    summary_cap = max(int(request.max_tokens * (1 - request.compression_threshold)), request.max_tokens // 10)
+    cap = summary_cap(request)
     # The system prompt grows by the summary: reserve room for it before placing recent turns.
-    reserve = min(summary_cap, tokens.count(summarize(older, budget=request.max_tokens)) + 2) if older else 0
+    reserve = min(cap, tokens.count(summarize(older, budget=request.max_tokens)) + 2) if older else 0
     available = request.max_tokens - fixed - reserve - (0 if request.system_prompt else PER_MESSAGE if reserve else 0)
     kept: list[list[dict[str, Any]]] = []
     used = 0
@@ -279,7 +302,7 @@ def _compress(
     if not summarized:
         return kept, [], None
     room = request.max_tokens - fixed - used - (0 if request.system_prompt else PER_MESSAGE)
-    summary = summarize(summarized, budget=min(summary_cap, room) if kept else room)
+    summary = summarize(summarized, budget=min(cap, room) if kept else room)
     return kept, summarized, summary or None
 
 

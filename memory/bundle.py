@@ -3,30 +3,43 @@
 Contract
 --------
 ``memory_bundle`` gathers, for one conversation and the current query: the messages most relevant to
-the query (``search``, best first, with similarity, timestamp and conversation; ``filters``, the
-search filters of ``search.filters``, narrow what it may find), the recent messages
-(the last 6 question/answer pairs), the newest summaries (``summaries``), the user's facts
-(``facts``) and the query embedding's dimension. ``render_prompt`` assembles
-them in a fixed order within truncation limits (history 10 x 200 characters, summaries
-3 x 240, facts 5 in full, similar messages 4 x 200 with scores, recent turns 6 x 180, then the
-location if the conversation's metadata has one, then the query). ``relevant_context_block`` is the
-part the context endpoint adds to the system message, within a share of the token budget.
+the query (``context``: ``search``'s best ``top_k``, best first, with similarity, timestamp,
+conversation and speaker; ``filters``, the search filters of ``search.filters``, narrow what it may
+find), the recent messages (the last 6 question/answer pairs), the newest summaries (``summaries``),
+the user's facts (``memories``) and the query embedding's dimension. Beside the bundle it answers
+the deeper list the context spends its budget on: up to ``RELEVANT_MESSAGES`` hits, the best
+``WITH_NEIGHBOURS`` with the turns just before and after them.
+
+``relevant_context_block`` is what the context endpoint adds to the system message, within the
+tokens it is given: the summaries and the facts (each at most ``SHARE`` of them, whole lines), then
+the relevant messages, each whole or not at all, best first, rendered by conversation in the order
+they were said, under the conversation's date and weekday, as ``Speaker: text``. A question about
+the past is answered by the turns that hold the answer, with who said them and when, not by a
+fixed number of cut excerpts.
+
+``render_prompt`` assembles the bundle as one prompt in a fixed order within truncation limits
+(history 10 x 200 characters, summaries 3 x 240, facts 5 in full, similar messages 4 x 200 with
+scores, recent turns 6 x 180, then the location if the conversation's metadata has one, then the
+query).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import structlog
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Q
 
 from conversations import tokens
+from conversations.models import Message
 from core.exceptions import NotFound
 from facts.selectors import facts_for_context
-from search.embeddings import EmbeddingModelError
+from search.embeddings import EmbeddingModelError, speaker_of
 from search.filters import SearchFilters
-from search.selectors import SearchRequest, memory_search
+from search.selectors import SearchRequest, admitted, memory_search
 from summaries.selectors import summaries_for_context
 from tenants.models import Tenant
 
@@ -35,6 +48,11 @@ logger = structlog.get_logger(__name__)
 RECENT_PAIRS = 6
 SUMMARIES = 3
 FACTS = 8
+# The relevant past a context may hold: the best hits, the best few with the turns beside them, and
+# the most of the memory's tokens the summaries and the facts may each take.
+RELEVANT_MESSAGES = 100
+WITH_NEIGHBOURS = 10
+SHARE = 0.15
 # The prompt's truncation limits: (items, characters per item; None = in full).
 LIMITS = {
     "history": (10, 200),
@@ -54,7 +72,9 @@ def memory_bundle(
     history: list[dict[str, Any]],
     top_k: int | None = None,
     filters: SearchFilters | None = None,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the bundle, the relevant messages for the context: see the module docstring)."""
+    wanted = top_k or tenant.setting("MEMORY_TOP_K")
     similar: list[dict[str, Any]] = []
     dimensions = None
     unavailable = []
@@ -65,7 +85,10 @@ def memory_bundle(
                 tenant=tenant,
                 # A query longer than a search takes is searched by its beginning, not refused.
                 request=SearchRequest.for_tenant(
-                    tenant, query=query[: settings.MEMORY_MAX_QUERY_CHARS], top_k=top_k, filters=filters
+                    tenant,
+                    query=query[: settings.MEMORY_MAX_QUERY_CHARS],
+                    top_k=min(max(wanted, RELEVANT_MESSAGES), settings.MEMORY_MAX_PAGE_SIZE),
+                    filters=filters,
                 ),
                 conversation_id=conversation_id,
             )
@@ -79,6 +102,7 @@ def memory_bundle(
         similar = [
             {
                 "role": hit.role,
+                "name": speaker_of(hit.role, hit.metadata),
                 "content": hit.content,
                 "similarity": hit.similarity,
                 "score": hit.score,
@@ -100,8 +124,14 @@ def memory_bundle(
     except DatabaseError as error:
         logger.warning("memory_facts_unavailable", tenant=tenant.slug, error=repr(error))
         unavailable.append("memories")
-    return {
-        "context": similar,
+    relevant = similar[: max(wanted, RELEVANT_MESSAGES)]
+    if relevant:
+        try:
+            relevant = _with_neighbours(tenant=tenant, hits=relevant, filters=filters)
+        except DatabaseError as error:
+            logger.warning("memory_neighbours_unavailable", tenant=tenant.slug, error=repr(error))
+    bundle = {
+        "context": similar[:wanted],
         "recent_messages": recent,
         "summaries": summaries_for_context(
             tenant=tenant, conversation_id=conversation_id, user_id=user_id or None, limit=SUMMARIES
@@ -110,6 +140,59 @@ def memory_bundle(
         "query_embedding_dim": dimensions,
         "unavailable": unavailable,
     }
+    return bundle, relevant
+
+
+def _with_neighbours(*, tenant: Tenant, hits: list[dict[str, Any]], filters: SearchFilters | None) -> list[dict[str, Any]]:
+    """``hits`` with the user and assistant turns just before and after each of the best
+    ``WITH_NEIGHBOURS``, each right after its hit (a neighbour that is a hit itself keeps its own place).
+    A neighbour the search filters would not let through stays out."""
+    best = hits[:WITH_NEIGHBOURS]
+    wanted = Q()
+    for hit in best:
+        wanted |= Q(conversation__conversation_id=hit["session_id"], seq__in=(hit["seq"] - 1, hit["seq"] + 1))
+    rows = list(
+        Message.objects.for_tenant(tenant)
+        .filter(wanted, role__in=("user", "assistant"))
+        .exclude(content="")
+        .select_related("conversation")
+        .only("message_id", "seq", "role", "content", "created_at", "metadata", "conversation__conversation_id")
+    )
+    if filters is not None and filters.narrows_messages and rows:
+        let_through = set(
+            admitted(
+                tenant=tenant,
+                filters=filters,
+                conversation_pks=list({row.conversation_id for row in rows}),
+                keys=[row.pk for row in rows],
+            )
+        )
+        rows = [row for row in rows if row.pk in let_through]
+    found = {(row.conversation.conversation_id, row.seq): row for row in rows}
+    listed = {hit["message_id"] for hit in hits}
+    ordered: list[dict[str, Any]] = []
+    for index, hit in enumerate(hits):
+        ordered.append(hit)
+        if index >= WITH_NEIGHBOURS:
+            continue
+        for seq in (hit["seq"] - 1, hit["seq"] + 1):
+            row = found.get((hit["session_id"], seq))
+            if row is not None and str(row.message_id) not in listed:
+                listed.add(str(row.message_id))
+                ordered.append(
+                    {
+                        "role": row.role,
+                        "name": speaker_of(row.role, row.metadata),
+                        "content": row.content,
+                        "similarity": None,
+                        "score": None,
+                        "timestamp": row.created_at.isoformat(),
+                        "session_id": hit["session_id"],
+                        "message_id": str(row.message_id),
+                        "seq": row.seq,
+                    }
+                )
+    return ordered
 
 
 def _cut(text: str, limit: int | None) -> str:
@@ -145,22 +228,100 @@ def _relevant_sections(bundle: dict[str, Any], *, exclude: set[str]) -> list[tup
     ]
 
 
-def relevant_context_block(bundle: dict[str, Any], *, exclude: set[str], max_tokens: int) -> str:
-    """Summaries, facts and relevant older messages for the system message; items are dropped from
-    the end of each section, last section first, until the block fits ``max_tokens``."""
-    sections = [(title, lines) for title, lines in _relevant_sections(bundle, exclude=exclude) if lines]
+def relevant_context_block(
+    bundle: dict[str, Any], relevant: list[dict[str, Any]], *, exclude: set[str], max_tokens: int
+) -> str:
+    """Summaries, facts and the relevant past for the system message, within ``max_tokens`` (see the
+    module docstring). ``exclude`` holds the ids of messages the context sends in full already."""
+    if max_tokens <= 0:
+        return ""
+    share = int(max_tokens * SHARE)
+    sections = [
+        ("Summaries of earlier conversation", _lines_within([f"- {s['summary']}" for s in bundle["summaries"]], share)),
+        ("Stored user facts", _lines_within([f"- {fact['key']}: {fact['value']}" for fact in bundle["memories"]], share)),
+    ]
+    sections = [(title, lines) for title, lines in sections if lines]
+    spent = sum(tokens.count(f"{title}:\n" + "\n".join(lines)) + 2 for title, lines in sections)
+    past = [item for item in relevant if item["message_id"] not in exclude and str(item.get("content") or "").strip()]
+    chosen = _messages_within(past, max_tokens - spent)
 
-    def render() -> str:
-        return "\n\n".join(f"{title}:\n" + "\n".join(lines) for title, lines in sections if lines)
+    def render(items: list[dict[str, Any]]) -> str:
+        parts = [f"{title}:\n" + "\n".join(lines) for title, lines in sections]
+        if items:
+            parts.append("Relevant earlier messages:\n" + _conversation_lines(items))
+        return "\n\n".join(parts)
 
-    text = render()
-    while text and tokens.count(text) > max_tokens:
-        for _, lines in reversed(sections):
-            if lines:
-                lines.pop()
-                break
-        text = render()
+    text = render(chosen)
+    # Token merges across the joined text can cost a token more than its parts: drop the least relevant.
+    while chosen and tokens.count(text) > max_tokens:
+        chosen = chosen[:-1]
+        text = render(chosen)
+    while sections and tokens.count(text) > max_tokens:
+        sections[-1][1].pop()
+        sections = [(title, lines) for title, lines in sections if lines]
+        text = render(chosen)
     return text
+
+
+def _lines_within(lines: list[str], budget: int) -> list[str]:
+    """The first of ``lines`` that fit in ``budget`` tokens, each whole."""
+    kept, used = [], 0
+    for line in lines:
+        cost = tokens.count(line) + 1
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    return kept
+
+
+def _messages_within(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """The items, best first, that fit in ``budget`` tokens as ``_conversation_lines`` renders them:
+    each whole or not at all (a long one left out leaves room for the shorter ones after it)."""
+    heading = tokens.count("Relevant earlier messages:\n") + 2
+    if budget <= heading:
+        return []
+    used = heading
+    chosen: list[dict[str, Any]] = []
+    opened: set[str] = set()
+    for item in items:
+        cost = tokens.count(_line(item)) + 2  # its line, a newline, a possible gap marker's share
+        if item["session_id"] not in opened:
+            cost += tokens.count(_conversation_heading(item)) + 2
+        if used + cost > budget:
+            continue
+        chosen.append(item)
+        opened.add(item["session_id"])
+        used += cost
+    return chosen
+
+
+def _line(item: dict[str, Any]) -> str:
+    return f"{item.get('name') or item['role']}: {' '.join(str(item['content']).split())}"
+
+
+def _conversation_heading(item: dict[str, Any]) -> str:
+    when = datetime.fromisoformat(item["timestamp"])
+    return f"[{when:%A} {when.day} {when:%B %Y}, conversation {item['session_id']}]"
+
+
+def _conversation_lines(items: list[dict[str, Any]]) -> str:
+    """The items by conversation (the one said first, first), each in the order it was said; "..."
+    where turns between two of them are left out."""
+    by_conversation: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        by_conversation.setdefault(item["session_id"], []).append(item)
+    groups = sorted(by_conversation.values(), key=lambda group: min(item["timestamp"] for item in group))
+    blocks = []
+    for group in groups:
+        group.sort(key=lambda item: item["seq"])
+        lines = [_conversation_heading(group[0])]
+        for previous, item in zip([None, *group], group, strict=False):
+            if previous is not None and item["seq"] > previous["seq"] + 1:
+                lines.append("...")
+            lines.append(_line(item))
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)
 
 
 def render_prompt(bundle: dict[str, Any], *, query: str | None, history: list[dict[str, Any]], location: str | None) -> str:

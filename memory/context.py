@@ -29,7 +29,8 @@ def conversation_context(
     ``checkpoint_namespace`` the agent's latest checkpoint there (for the agent to merge into its state).
 
     With ``use_memory`` the system message also carries the summaries, the user's facts and the
-    older messages most relevant to the query, within a quarter of the budget, and the answer carries
+    older messages most relevant to the query, within what the budget holds beyond the conversation's
+    own needs (``_memory_budget``), and the answer carries
     the memory bundle and the prompt rendered from it (never served from the context cache: facts
     change without the conversation changing). The checkpoint is read fresh every time.
     """
@@ -63,7 +64,7 @@ def _with_memory(
     owner = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).values("user_id", "metadata").first()
     user_id = owner["user_id"] if owner else ""
     location = (owner or {}).get("metadata", {}).get("location")
-    bundle = memory_bundle.memory_bundle(
+    bundle, relevant = memory_bundle.memory_bundle(
         tenant=tenant,
         conversation_id=conversation_id,
         user_id=user_id,
@@ -74,11 +75,12 @@ def _with_memory(
     )
     # The query's own message, stored before asking, is the best match of the query: never an "earlier" one.
     bundle["context"] = [item for item in bundle["context"] if item["message_id"] != current_id]
+    relevant = [item for item in relevant if item["message_id"] != current_id]
     # The newest turn is sent in full whatever its length (an agent's tool loop asks again before
     # its turn ends, its question no longer the newest message): none of it is "earlier".
     newest_question = max((index for index, message in enumerate(history) if message["role"] == "user"), default=len(history))
     in_full = {message["id"] for message in history[-2 * max(1, request.short_term_turns) :] + history[newest_question:]}
-    block = memory_bundle.relevant_context_block(bundle, exclude=in_full, max_tokens=request.max_tokens // 4)
+    block = memory_bundle.relevant_context_block(bundle, relevant, exclude=in_full, max_tokens=_memory_budget(request, history))
     rendered = memory_bundle.render_prompt(
         bundle, query=request.query, history=history, location=location if isinstance(location, str) else None
     )
@@ -86,3 +88,13 @@ def _with_memory(
         system_prompt = f"{request.system_prompt}\n\n{block}" if request.system_prompt else block
         request = dataclasses.replace(request, system_prompt=system_prompt)
     return bundle, rendered, request
+
+
+def _memory_budget(request: context.ContextRequest, history: list[dict[str, Any]]) -> int:
+    """The tokens long-term memory may add to the system message: what the budget holds beyond what
+    the conversation itself needs (``context.history_tokens``: the system prompt, the query, the
+    recent turns, room for the older turns' summary), and at least a quarter of it; never more than
+    the budget leaves beside the system prompt and the query. A new conversation gives memory nearly all."""
+    fixed = context.fixed_tokens(request) + context.PER_MESSAGE + 2  # + the system message the block may open
+    beyond = request.max_tokens - context.history_tokens(history=history, request=request)
+    return max(0, min(max(beyond, request.max_tokens // 4), request.max_tokens - fixed))

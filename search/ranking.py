@@ -100,31 +100,6 @@ FILTERED_MESSAGES_SQL = (
     + MESSAGE_FILTERS_SQL
 )
 
-# The searched turns just before and just after each of some messages (``keys``) in their
-# conversation, through the unique (conversation, seq, tenant) index in the tenant's partition, kept
-# only where the neighbour belongs to the scope and passes the filters. Parameters: tenant, conversations, keys, the filters'.
-NEIGHBOURS_SQL = (
-    """WITH beside AS MATERIALIZED (
-    SELECT c.id AS key, near.id AS neighbour
-    FROM unnest(%(keys)s::bigint[]) AS wanted(id)
-    JOIN conversation_messages AS c ON c.id = wanted.id AND c.tenant_id = %(tenant)s
-    CROSS JOIN LATERAL (
-        (SELECT n.id FROM conversation_messages AS n
-         WHERE n.tenant_id = %(tenant)s AND n.conversation_id = c.conversation_id AND n.seq < c.seq AND n.role IN ('user', 'assistant')
-         ORDER BY n.seq DESC LIMIT 1)
-        UNION ALL
-        (SELECT n.id FROM conversation_messages AS n
-         WHERE n.tenant_id = %(tenant)s AND n.conversation_id = c.conversation_id AND n.seq > c.seq AND n.role IN ('user', 'assistant')
-         ORDER BY n.seq LIMIT 1)
-    ) AS near
-    WHERE c.tenant_id = %(tenant)s
-)
-SELECT beside.key, m.id FROM beside
-JOIN conversation_messages AS m ON m.id = beside.neighbour
-WHERE m.tenant_id = %(tenant)s AND m.conversation_id = ANY(%(conversations)s)"""  # noqa: S608 (constant parts only)
-    + MESSAGE_FILTERS_SQL
-)
-
 RRF_K = 60
 
 
@@ -170,49 +145,108 @@ def fused_scores(
     return scores
 
 
-def convex(*, vector: dict[int, float], keyword: dict[int, float], vector_weight: float) -> dict[int, float]:
-    """Convex combination of min-max normalised scores: ``vector_weight`` x cosine + the rest x BM25.
+@dataclass(frozen=True)
+class Rows:
+    """The messages a hybrid search ranks, as arrays of one row each: the scope's messages with a
+    vector, then the keyword hits without one yet. ``candidate`` marks the rows a ranker put forward
+    (the deepest cosines and the BM25 hits); the others are ranked only through the turns beside them."""
 
-    ``vector`` holds the cosine of every candidate (the vectors of the whole scope are at hand) and
-    ``keyword`` the BM25 score of the candidates that share a term with the query (the others score 0).
-    Unlike reciprocal-rank fusion, a candidate's standing depends on how far ahead it is, not only on
-    its place: a long tail of weak matches (the turns that match only the speaker's name) cannot
-    outrank the best of the other ranking (Bruch et al., "An Analysis of Fusion Functions for Hybrid
-    Retrieval", 2023).
+    keys: np.ndarray  # message primary keys, int64
+    conversations: np.ndarray  # conversation primary keys, int64
+    seqs: np.ndarray  # place in the conversation, int64
+    speakers: np.ndarray  # speaker names ("" where none), object
+    similarity: np.ndarray  # cosine with the query, float64; NaN without a vector
+    keyword: np.ndarray  # BM25 score, float64; 0 where no term matched
+    candidate: np.ndarray  # bool
+
+
+@dataclass(frozen=True)
+class Weights:
+    vector: float  # the cosine's share of the fused score, BM25 having the rest
+    session: float  # the share given by the standing of the conversation a turn sits in
+    speaker: float  # the share given to the turns of a speaker the question names
+    neighbour: float  # the share of a turn's score given to the turns beside it
+
+
+def convex(rows: Rows, vector_weight: float) -> np.ndarray:
+    """Convex combination of min-max normalised scores: ``vector_weight`` x cosine + the rest x BM25,
+    for the candidate rows (0 for the others).
+
+    The cosine is normalised over the candidates with a vector (a candidate without one counts as
+    the lowest), BM25 by the best BM25 score. Unlike reciprocal-rank fusion, a candidate's standing
+    depends on how far ahead it is, not only on its place: a long tail of weak matches (the turns that
+    match only the speaker's name) cannot outrank the best of the other ranking (Bruch et al., "An
+    Analysis of Fusion Functions for Hybrid Retrieval", 2023).
     """
-    keys = set(vector) | set(keyword)
-    if not keys:
-        return {}
-    cosines = [vector[key] for key in vector]
-    low, high = (min(cosines), max(cosines)) if cosines else (0.0, 0.0)
-    top = max(keyword.values(), default=0.0)
-    scores = {}
-    for key in keys:
-        similarity = (vector.get(key, low) - low) / (high - low) if high > low else 0.0
-        words = keyword.get(key, 0.0) / top if top > 0 else 0.0
-        scores[key] = vector_weight * similarity + (1 - vector_weight) * words
+    scores = np.zeros(len(rows.keys), dtype=np.float64)
+    if not rows.candidate.any():
+        return scores
+    known = rows.candidate & ~np.isnan(rows.similarity)
+    similarity = np.zeros_like(scores)
+    if known.any():
+        low, high = float(rows.similarity[known].min()), float(rows.similarity[known].max())
+        if high > low:
+            similarity[known] = (rows.similarity[known] - low) / (high - low)
+    top = float(rows.keyword[rows.candidate].max())
+    words = rows.keyword / top if top > 0 else np.zeros_like(scores)
+    scores[rows.candidate] = vector_weight * similarity[rows.candidate] + (1 - vector_weight) * words[rows.candidate]
     return scores
 
 
-def spread(scores: dict[int, float], neighbours: dict[int, tuple[int, ...]], weight: float) -> dict[int, float]:
-    """Each message's score plus ``weight`` times the best score among the turns beside it.
+def fused(rows: Rows, weights: Weights, *, named: frozenset[str] = frozenset()) -> np.ndarray:
+    """Each row's score: ``convex``, then for the candidates the conversation's standing (its best
+    turn's score over the best conversation's) and the speaker the question names, then for every row
+    the turns beside it (``beside``)."""
+    scores = convex(rows, weights.vector)
+    if not len(scores):
+        return scores
+    if weights.session > 0:
+        conversations, where = np.unique(rows.conversations, return_inverse=True)
+        standing = np.zeros(len(conversations), dtype=np.float64)
+        np.maximum.at(standing, where, scores)
+        if standing.max() > 0:
+            scores = scores + rows.candidate * weights.session * (standing / standing.max())[where]
+    if weights.speaker > 0 and named:
+        scores = scores + rows.candidate * weights.speaker * np.isin(rows.speakers, list(named))
+    return beside(rows, scores, weights.neighbour)
+
+
+def beside(rows: Rows, scores: np.ndarray, weight: float) -> np.ndarray:
+    """Each row's score plus ``weight`` times the better score of the rows just before and after it in
+    its conversation (by ``seq``, among the rows: the turns the scope and its filters search).
 
     A turn is often understood only with the one before or after it: "Did you get the puppy?" /
-    "Yes! Rex." The question's words match the first, the answer is the second. ``neighbours`` maps a
-    scored message to the messages beside it in its conversation; a neighbour found by neither ranker
-    enters with the share of its neighbour's score alone.
+    "Yes! Rex." The question's words match the first, the answer is the second; a turn found by
+    neither ranker enters with its neighbour's share alone.
     """
-    if weight <= 0 or not neighbours:
+    if weight <= 0 or len(scores) < 2:
         return scores
-    bonus: dict[int, float] = {}
-    for key, beside in neighbours.items():
-        score = scores.get(key, 0.0)
-        for other in beside:
-            bonus[other] = max(bonus.get(other, 0.0), weight * score)
-    spread_scores = dict(scores)
-    for key, extra in bonus.items():
-        spread_scores[key] = spread_scores.get(key, 0.0) + extra
-    return spread_scores
+    order = np.lexsort((rows.seqs, rows.conversations))
+    ordered = scores[order]
+    same = rows.conversations[order][1:] == rows.conversations[order][:-1]
+    before = np.zeros_like(ordered)
+    after = np.zeros_like(ordered)
+    before[1:] = np.where(same, ordered[:-1], 0.0)
+    after[:-1] = np.where(same, ordered[1:], 0.0)
+    bonus = np.empty_like(scores)
+    bonus[order] = weight * np.maximum(before, after)
+    return scores + bonus
+
+
+def top(rows: Rows, scores: np.ndarray, top_k: int) -> list[Ranked]:
+    """The ``top_k`` best of the candidates and of the rows their neighbours raised (ties: the newer
+    message, the higher key), each with its own cosine and BM25 score."""
+    entered = np.flatnonzero(rows.candidate | (scores > 0))
+    order = entered[np.lexsort((-rows.keys[entered], -scores[entered]))][:top_k]
+    return [
+        Ranked(
+            key=int(rows.keys[index]),
+            score=float(scores[index]),
+            similarity=None if np.isnan(rows.similarity[index]) else float(rows.similarity[index]),
+            keyword_score=float(rows.keyword[index]) if rows.keyword[index] > 0 else None,
+        )
+        for index in order
+    ]
 
 
 def best(

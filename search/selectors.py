@@ -44,6 +44,7 @@ from core.exceptions import LimitExceeded, NotFound
 from core.replica import read_connection, stale_reads_allowed
 from search import embeddings, ranking, vectors
 from search.filters import NO_FILTERS, SearchFilters
+from search.query import read_query
 from tenants.models import Tenant
 
 MODES = ("hybrid", "semantic", "keyword")
@@ -64,7 +65,11 @@ class SearchRequest:
     # Hybrid: the cosine's share of the fused score (``ranking.convex``), and the share of a turn's
     # score given to the turns beside it (``ranking.spread``; 0: none).
     vector_weight: float = 0.6
-    neighbour_weight: float = 0.0
+    neighbour_weight: float = 0.1
+    # Hybrid: the share given by the standing of the conversation a turn sits in (its best turn's
+    # score), and the share given to the turns of a speaker the question names (``search.query``).
+    session_weight: float = 0.1
+    speaker_weight: float = 0.2
     # Hybrid: "convex", or "rrf" (reciprocal-rank fusion, kept for the retrieval evaluation to compare).
     fusion: str = "convex"
     # The vectors to compare: the tenant's model unless named (the retrieval evaluation compares models).
@@ -82,6 +87,8 @@ class SearchRequest:
             "candidate_limit": tenant.setting("MEMORY_SEARCH_CANDIDATE_LIMIT"),
             "vector_weight": tenant.setting("MEMORY_SEARCH_VECTOR_WEIGHT"),
             "neighbour_weight": tenant.setting("MEMORY_SEARCH_NEIGHBOUR_WEIGHT"),
+            "session_weight": tenant.setting("MEMORY_SEARCH_SESSION_WEIGHT"),
+            "speaker_weight": tenant.setting("MEMORY_SEARCH_SPEAKER_WEIGHT"),
         }
         known = {item.name for item in fields(cls)}
         values = defaults | {name: value for name, value in given.items() if value is not None and name in known}
@@ -108,7 +115,7 @@ class SearchRequest:
             )
         if self.min_similarity is not None and not -1.0 <= self.min_similarity <= 1.0:
             raise LimitExceeded("min_similarity is a cosine similarity: between -1 and 1.", details={"field": "min_similarity"})
-        for name in ("vector_weight", "neighbour_weight"):
+        for name in ("vector_weight", "neighbour_weight", "session_weight", "speaker_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise LimitExceeded(f"{name} is a share of a score: between 0 and 1.", details={"field": name})
         if self.fusion not in ("convex", "rrf"):
@@ -266,47 +273,77 @@ def _hybrid(
     if not scope.conversation_pks:
         return [], 0
     depth = max(100, request.top_k * 5)  # how deep each ranking goes into the fusion
-    keyword = _bm25(tenant=tenant, scope=scope, query=request.query, limit=request.candidate_limit, top=depth)
+    chosen = vectors.EMPTY
+    if query_vector is not None:
+        found = _vectors(tenant=tenant, scope=scope, model=model)
+        chosen = vectors.newest(list(found.values()), request.candidate_limit)
+    # The speakers the question names leave the ranked text (``search.query``); the vector side then
+    # compares the text without them, embedded while PostgreSQL ranks the words.
+    asked = read_query(request.query, speakers=set(chosen.speakers.tolist()) - {""})
+    if query_vector is not None and asked.text != request.query:
+        query_vector.cancel()
+        query_vector = _query_embedder().submit(embeddings.embed_query, model, asked.text)
+    keyword = _bm25(tenant=tenant, scope=scope, query=asked.text, limit=request.candidate_limit, top=depth)
     if request.mode == "keyword" or query_vector is None:
         ranked = [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]]
         return ranked, len(keyword)
-    found = _vectors(tenant=tenant, scope=scope, model=model)
-    chosen = vectors.newest(list(found.values()), request.candidate_limit)
-    similarities = ranking.cosine(query_vector.result(), chosen.matrix)
+    similarities = ranking.cosine(query_vector.result(), chosen.matrix).astype(np.float64)
     order = np.argsort(-similarities, kind="stable")[:depth]
-    keys = chosen.keys
-    vector = [(int(keys[index]), float(similarities[index])) for index in order]
     if request.min_similarity is not None:
-        vector = [(key, similarity) for key, similarity in vector if similarity >= request.min_similarity]
+        order = order[similarities[order] >= request.min_similarity]
     if request.fusion == "rrf":
+        vector = [(int(chosen.keys[index]), float(similarities[index])) for index in order]
         scores = ranking.fused_scores(vector=vector, keyword=keyword)
-    else:
-        # Every keyword hit's own cosine too (a hit without a vector yet keeps the lowest).
-        cosine_of = dict(vector)
-        missing = [key for key, _ in keyword if key not in cosine_of]
-        if missing:
-            where = np.isin(keys, missing)
-            cosine_of |= dict(zip(keys[where].tolist(), similarities[where].tolist(), strict=True))
-        scores = ranking.convex(vector=cosine_of, keyword=dict(keyword), vector_weight=request.vector_weight)
-    if request.neighbour_weight > 0 and scores:
-        leaders = sorted(scores, key=lambda key: (-scores[key], -key))[: request.top_k * 2 + 10]
-        scores = ranking.spread(scores, _neighbours(tenant=tenant, scope=scope, keys=leaders), request.neighbour_weight)
+        return ranking.best(scores, top_k=request.top_k, similarity=dict(vector), keyword=dict(keyword)), len(chosen.keys)
+    rows = _rows(tenant=tenant, scope=scope, chosen=chosen, similarities=similarities, vector_top=order, keyword=keyword)
+    weights = ranking.Weights(
+        vector=request.vector_weight,
+        session=request.session_weight,
+        speaker=request.speaker_weight,
+        neighbour=request.neighbour_weight,
+    )
     # Considered: every message with a vector, and the keyword hits not embedded yet.
-    considered = len(keys) + len({key for key, _ in keyword}.difference(keys.tolist()))
-    return ranking.best(scores, top_k=request.top_k, similarity=dict(vector), keyword=dict(keyword)), considered
+    return ranking.top(rows, ranking.fused(rows, weights, named=asked.speakers), request.top_k), len(rows.keys)
 
 
-def _neighbours(*, tenant: Tenant, scope: _Scope, keys: list[int]) -> dict[int, tuple[int, ...]]:
-    """For each message of ``keys``, the searched turns just before and after it that the filters let through."""
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            ranking.NEIGHBOURS_SQL,
-            {"tenant": tenant.pk, "conversations": scope.conversation_pks, "keys": keys, **scope.filters.sql_parameters()},
-        )
-        beside: dict[int, list[int]] = {}
-        for key, neighbour in cursor.fetchall():
-            beside.setdefault(key, []).append(neighbour)
-    return {key: tuple(found) for key, found in beside.items()}
+def _rows(
+    *,
+    tenant: Tenant,
+    scope: _Scope,
+    chosen: vectors.ConversationVectors,
+    similarities: np.ndarray,
+    vector_top: np.ndarray,
+    keyword: list[tuple[int, float]],
+) -> ranking.Rows:
+    """The scope's rows for ``ranking.fused``: each message with a vector, then the keyword hits without one."""
+    position = {int(key): index for index, key in enumerate(chosen.keys.tolist())}
+    words = np.zeros(len(chosen.keys), dtype=np.float64)
+    candidate = np.zeros(len(chosen.keys), dtype=bool)
+    candidate[vector_top] = True
+    unembedded = []
+    for key, score in keyword:
+        index = position.get(key)
+        if index is None:
+            unembedded.append((key, score))
+        else:
+            words[index] = score
+            candidate[index] = True
+    extra = {
+        pk: (conversation, seq, name if isinstance(name, str) else "")
+        for pk, conversation, seq, name in Message.objects.for_tenant(tenant)
+        .filter(pk__in=[key for key, _ in unembedded])
+        .values_list("pk", "conversation_id", "seq", "metadata__name")
+    } if unembedded else {}
+    unembedded = [(key, score) for key, score in unembedded if key in extra]
+    return ranking.Rows(
+        keys=np.concatenate([chosen.keys, np.array([key for key, _ in unembedded], dtype=np.int64)]),
+        conversations=np.concatenate([chosen.conversations, np.array([extra[key][0] for key, _ in unembedded], dtype=np.int64)]),
+        seqs=np.concatenate([chosen.seqs, np.array([extra[key][1] for key, _ in unembedded], dtype=np.int64)]),
+        speakers=np.concatenate([chosen.speakers, np.array([extra[key][2].strip() for key, _ in unembedded], dtype=object)]),
+        similarity=np.concatenate([similarities, np.full(len(unembedded), np.nan)]),
+        keyword=np.concatenate([words, np.array([score for _, score in unembedded], dtype=np.float64)]),
+        candidate=np.concatenate([candidate, np.ones(len(unembedded), dtype=bool)]),
+    )
 
 
 def _vectors(*, tenant: Tenant, scope: _Scope, model: str) -> dict[int, vectors.ConversationVectors]:
@@ -314,13 +351,16 @@ def _vectors(*, tenant: Tenant, scope: _Scope, model: str) -> dict[int, vectors.
     found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
     if not scope.filters.narrows_messages or not found:
         return found
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            ranking.FILTERED_MESSAGES_SQL,
-            {"tenant": tenant.pk, "conversations": list(found), **scope.filters.sql_parameters()},
-        )
-        allowed = np.fromiter((key for (key,) in cursor.fetchall()), dtype=np.int64)
+    allowed = np.fromiter(admitted(tenant=tenant, filters=scope.filters, conversation_pks=list(found)), dtype=np.int64)
     return {pk: vectors.only(part, allowed) for pk, part in found.items()}
+
+
+def admitted(*, tenant: Tenant, filters: SearchFilters, conversation_pks: list[int], keys: list[int] | None = None) -> list[int]:
+    """The messages of these conversations (of ``keys`` among them, when given) that ``filters`` let through."""
+    sql = ranking.FILTERED_MESSAGES_SQL + ("" if keys is None else " AND m.id = ANY(%(keys)s)")
+    with read_connection().cursor() as cursor:
+        cursor.execute(sql, {"tenant": tenant.pk, "conversations": conversation_pks, "keys": keys, **filters.sql_parameters()})
+        return [key for (key,) in cursor.fetchall()]
 
 
 def _bm25(*, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int) -> list[tuple[int, float]]:

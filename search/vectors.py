@@ -3,8 +3,9 @@
 Contract
 --------
 ``conversation_vectors(tenant=, model=, conversation_pks=)`` answers, for each conversation of the
-scope that has vectors under ``model``, its message keys, their creation times and the unit-length
-matrix, newest first. A conversation's copy is current while the pair (number of its vectors,
+scope that has vectors under ``model``, its message keys, their creation times, their places in the
+conversation (``seq``, with the conversation's key), who said each (the ``name`` the client set, "" where none) and the
+unit-length matrix, newest first. A conversation's copy is current while the pair (number of its vectors,
 highest vector id) is unchanged: vectors are only ever added (with higher ids) or deleted (the
 number drops), so every change alters the pair. One grouped index query checks the whole scope;
 only conversations that changed are read again. Searching a user's 6,500 messages drops from about
@@ -36,13 +37,34 @@ class ConversationVectors:
     keys: np.ndarray  # message primary keys, int64
     created: np.ndarray  # creation times, epoch seconds, float64
     matrix: np.ndarray  # float32, one unit row per key
+    conversations: np.ndarray  # each message's conversation (primary key), int64
+    seqs: np.ndarray  # each message's place in its conversation, int64
+    speakers: np.ndarray  # each message's speaker name ("" where none), object
 
     @property
     def nbytes(self) -> int:
-        return self.keys.nbytes + self.created.nbytes + self.matrix.nbytes
+        arrays = (self.keys, self.created, self.matrix, self.conversations, self.seqs)
+        return sum(array.nbytes for array in arrays) + sum(len(name) + 50 for name in self.speakers)
+
+    def rows(self, keep: np.ndarray) -> ConversationVectors:
+        """The rows ``keep`` (a boolean mask or indices) selects, in that order."""
+        return ConversationVectors(
+            signature=(0, 0),
+            keys=self.keys[keep],
+            created=self.created[keep],
+            matrix=self.matrix[keep],
+            conversations=self.conversations[keep],
+            seqs=self.seqs[keep],
+            speakers=self.speakers[keep],
+        )
 
 
-EMPTY = ConversationVectors((0, 0), np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros((0, 0), np.float32))
+EMPTY = ConversationVectors(
+    (0, 0), np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros((0, 0), np.float32),
+    np.zeros(0, np.int64),
+    np.zeros(0, np.int64),
+    np.zeros(0, object),
+)
 
 _cache: OrderedDict[tuple[int, int, str], ConversationVectors] = OrderedDict()
 _cached_bytes = 0
@@ -75,17 +97,21 @@ def conversation_vectors(*, tenant: Tenant, model: str, conversation_pks: list[i
         rows = (
             vectors.filter(conversation_id__in=stale)
             .order_by("conversation_id", "-message__created_at", "-message_id")
-            .values_list("conversation_id", "message_id", "message__created_at", "vector")
+            .values_list("conversation_id", "message_id", "message__created_at", "vector", "message__seq", "message__metadata__name")
         )
-        grouped: dict[int, list[tuple[int, float, bytes]]] = {}
-        for pk, message_pk, created_at, vector in rows.iterator(chunk_size=2000):
-            grouped.setdefault(pk, []).append((message_pk, created_at.timestamp(), bytes(vector)))
+        grouped: dict[int, list[tuple[int, float, bytes, int, str]]] = {}
+        for pk, message_pk, created_at, vector, seq, name in rows.iterator(chunk_size=2000):
+            speaker = name.strip() if isinstance(name, str) else ""
+            grouped.setdefault(pk, []).append((message_pk, created_at.timestamp(), bytes(vector), seq, speaker))
         for pk, items in grouped.items():
             entry = ConversationVectors(
                 signature=signatures[pk],
                 keys=np.fromiter((item[0] for item in items), dtype=np.int64, count=len(items)),
                 created=np.fromiter((item[1] for item in items), dtype=np.float64, count=len(items)),
                 matrix=np.frombuffer(b"".join(item[2] for item in items), dtype="<f4").reshape(len(items), -1),
+                conversations=np.full(len(items), pk, dtype=np.int64),
+                seqs=np.fromiter((item[3] for item in items), dtype=np.int64, count=len(items)),
+                speakers=np.array([item[4] for item in items], dtype=object),
             )
             found[pk] = entry
             _remember((tenant.pk, pk, model), entry)
@@ -106,6 +132,9 @@ def newest(parts: list[ConversationVectors], limit: int) -> ConversationVectors:
         keys=np.concatenate([part.keys for part in parts])[order],
         created=created[order],
         matrix=np.concatenate([part.matrix for part in parts])[order],
+        conversations=np.concatenate([part.conversations for part in parts])[order],
+        seqs=np.concatenate([part.seqs for part in parts])[order],
+        speakers=np.concatenate([part.speakers for part in parts])[order],
     )
 
 
@@ -114,7 +143,7 @@ def only(part: ConversationVectors, keys: np.ndarray) -> ConversationVectors:
     keep = np.isin(part.keys, keys)
     if keep.all():
         return part
-    return ConversationVectors(signature=(0, 0), keys=part.keys[keep], created=part.created[keep], matrix=part.matrix[keep])
+    return part.rows(keep)
 
 
 def _remember(key: tuple[int, int, str], entry: ConversationVectors) -> None:

@@ -119,7 +119,12 @@ class ProviderCredential(models.Model):
 
 
 # Settings that are a share of something, between 0 and 1.
-SHARE_SETTINGS = ("MEMORY_SEARCH_VECTOR_WEIGHT", "MEMORY_SEARCH_NEIGHBOUR_WEIGHT")
+SHARE_SETTINGS = (
+    "MEMORY_SEARCH_VECTOR_WEIGHT",
+    "MEMORY_SEARCH_NEIGHBOUR_WEIGHT",
+    "MEMORY_SEARCH_SESSION_WEIGHT",
+    "MEMORY_SEARCH_SPEAKER_WEIGHT",
+)
 
 
 def validate_setting_overrides(overrides: Any) -> None:

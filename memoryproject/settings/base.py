@@ -457,7 +457,14 @@ MEMORY_SEARCH_CANDIDATE_LIMIT = env.int("MEMORY_SEARCH_CANDIDATE_LIMIT", default
 # Hybrid search: the cosine's share of the fused score (BM25 has the rest; search.ranking).
 MEMORY_SEARCH_VECTOR_WEIGHT = env.float("MEMORY_SEARCH_VECTOR_WEIGHT", default=0.6)
 # Hybrid search: the share of a turn's score the turns just before and after it receive (0: none).
-MEMORY_SEARCH_NEIGHBOUR_WEIGHT = env.float("MEMORY_SEARCH_NEIGHBOUR_WEIGHT", default=0.0)
+MEMORY_SEARCH_NEIGHBOUR_WEIGHT = env.float("MEMORY_SEARCH_NEIGHBOUR_WEIGHT", default=0.1)
+# Hybrid search: the share a turn gets from the standing of its conversation (its best turn's score
+# over the best conversation's; 0: none), so that the turns of the conversations that hold the answer
+# rise together.
+MEMORY_SEARCH_SESSION_WEIGHT = env.float("MEMORY_SEARCH_SESSION_WEIGHT", default=0.1)
+# Hybrid search: the share a turn gets when the question names its speaker (the message's "name"),
+# whose name then leaves the ranked text (0: names are ranked as words).
+MEMORY_SEARCH_SPEAKER_WEIGHT = env.float("MEMORY_SEARCH_SPEAKER_WEIGHT", default=0.2)
 # Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
 MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
 # The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory"
@@ -614,6 +621,8 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_SEARCH_CANDIDATE_LIMIT",
     "MEMORY_SEARCH_VECTOR_WEIGHT",
     "MEMORY_SEARCH_NEIGHBOUR_WEIGHT",
+    "MEMORY_SEARCH_SESSION_WEIGHT",
+    "MEMORY_SEARCH_SPEAKER_WEIGHT",
     "MEMORY_SUMMARY_MODEL",
     "MEMORY_RETENTION_DAYS",
     "MEMORY_RATE_LIMIT",

@@ -1,38 +1,123 @@
-"""The pure parts of ranking: fusion of the two rankings and the spread to neighbouring turns."""
+"""The pure parts of ranking: the fusion of the two rankings, the conversation's standing, the speaker
+a question names, the share given to neighbouring turns; and what a search reads in its question."""
 
+import numpy as np
 import pytest
 
 from search import ranking
+from search.query import read_query
+
+
+def rows(
+    similarity: list[float],
+    keyword: list[float],
+    *,
+    conversations: list[int] | None = None,
+    seqs: list[int] | None = None,
+    speakers: list[str] | None = None,
+    candidate: list[bool] | None = None,
+) -> ranking.Rows:
+    size = len(similarity)
+    return ranking.Rows(
+        keys=np.arange(1, size + 1, dtype=np.int64),
+        conversations=np.array(conversations or [1] * size, dtype=np.int64),
+        seqs=np.array(seqs or list(range(1, size + 1)), dtype=np.int64),
+        speakers=np.array(speakers or [""] * size, dtype=object),
+        similarity=np.array(similarity, dtype=np.float64),
+        keyword=np.array(keyword, dtype=np.float64),
+        candidate=np.array(candidate if candidate is not None else [True] * size),
+    )
+
+
+def weights(vector: float = 0.5, session: float = 0.0, speaker: float = 0.0, neighbour: float = 0.0) -> ranking.Weights:
+    return ranking.Weights(vector=vector, session=session, speaker=speaker, neighbour=neighbour)
 
 
 def test_convex_fusion_weighs_normalised_scores():
-    scores = ranking.convex(vector={1: 0.9, 2: 0.5, 3: 0.1}, keyword={2: 10.0, 3: 5.0}, vector_weight=0.5)
-    assert scores[1] == pytest.approx(0.5)  # best cosine, no keyword match
-    assert scores[2] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
-    assert scores[3] == pytest.approx(0.0 + 0.5 * 0.5)
+    scores = ranking.convex(rows([0.9, 0.5, 0.1], [0.0, 10.0, 5.0]), 0.5)
+    assert scores[0] == pytest.approx(0.5)  # best cosine, no keyword match
+    assert scores[1] == pytest.approx(0.5 * 0.5 + 0.5 * 1.0)
+    assert scores[2] == pytest.approx(0.0 + 0.5 * 0.5)
+
+
+def test_a_keyword_hit_without_a_vector_counts_as_the_lowest_cosine():
+    scores = ranking.convex(rows([0.9, 0.1, float("nan")], [0.0, 0.0, 4.0]), 0.5)
+    assert scores.tolist() == pytest.approx([0.5, 0.0, 0.5])
 
 
 def test_a_long_tail_of_weak_keyword_matches_cannot_outrank_the_best_of_either_ranking():
-    vector = {key: 0.2 for key in range(100)} | {1000: 0.8}
-    keyword = {key: 0.7 for key in range(100)} | {2000: 12.0}  # a hundred turns matching only a name
-    vector[2000] = 0.2
-    best = [item.key for item in ranking.best(ranking.convex(vector=vector, keyword=keyword, vector_weight=0.5), top_k=2)]
-    assert set(best) == {1000, 2000}
+    similarity = [0.2] * 100 + [0.8, 0.2]
+    keyword = [0.7] * 100 + [0.0, 12.0]  # a hundred turns matching only a name
+    table = rows(similarity, keyword)
+    best = [item.key for item in ranking.top(table, ranking.fused(table, weights()), 2)]
+    assert set(best) == {101, 102}
 
 
-def test_convex_fusion_of_nothing_is_nothing_and_flat_scores_do_not_divide_by_zero():
-    assert ranking.convex(vector={}, keyword={}, vector_weight=0.5) == {}
-    assert ranking.convex(vector={1: 0.3, 2: 0.3}, keyword={}, vector_weight=0.5) == {1: 0.0, 2: 0.0}
+def test_fusion_of_nothing_is_nothing_and_flat_scores_do_not_divide_by_zero():
+    assert ranking.convex(rows([], []), 0.5).tolist() == []
+    assert ranking.convex(rows([0.3, 0.3], [0.0, 0.0]), 0.5).tolist() == [0.0, 0.0]
+    flat = rows([0.3], [0.0])
+    assert [item.key for item in ranking.top(flat, ranking.fused(flat, weights()), 5)] == [1]  # a candidate scoring 0 is still found
 
 
-def test_a_neighbour_gets_a_share_of_the_best_score_beside_it():
-    scores = {1: 1.0, 2: 0.1, 5: 0.4}
-    spread = ranking.spread(scores, {1: (2, 3), 5: (3,)}, 0.5)
-    assert spread[2] == pytest.approx(0.1 + 0.5)
-    assert spread[3] == pytest.approx(0.5)  # the better of its two neighbours, not their sum
-    assert spread[1] == 1.0
-    assert spread[5] == 0.4
-    assert ranking.spread(scores, {1: (2,)}, 0.0) == scores
+def test_rows_no_ranker_put_forward_score_nothing_of_their_own():
+    table = rows([0.9, 0.5, 0.1], [0.0, 0.0, 0.0], candidate=[True, True, False])
+    assert ranking.convex(table, 0.5)[2] == 0.0
+    assert [item.key for item in ranking.top(table, ranking.fused(table, weights()), 5)] == [1, 2]
+
+
+def test_a_neighbour_gets_a_share_of_the_better_score_beside_it_within_its_conversation_only():
+    table = rows([1.0, 0.0, 0.0, 0.0, 0.0], [0.0] * 5, conversations=[1, 1, 1, 2, 2], seqs=[1, 2, 3, 1, 2])
+    base = np.array([1.0, 0.1, 0.0, 0.0, 0.4])
+    spread = ranking.beside(table, base, 0.5)
+    assert spread.tolist() == pytest.approx([1.0 + 0.05, 0.1 + 0.5, 0.05, 0.2, 0.4])
+    assert ranking.beside(table, base, 0.0) is base
+
+
+def test_neighbours_follow_the_seq_not_the_order_of_the_rows():
+    table = rows([0.0] * 3, [0.0] * 3, seqs=[9, 2, 5])  # newest first, as the vectors come
+    spread = ranking.beside(table, np.array([0.0, 1.0, 0.0]), 0.5)
+    assert spread.tolist() == pytest.approx([0.0, 1.0, 0.5])  # seq 2's neighbour is seq 5, not seq 9
+
+
+def test_the_conversation_of_the_best_turn_lifts_its_other_turns():
+    table = rows([0.9, 0.5, 0.52], [0.0, 0.0, 0.0], conversations=[1, 1, 2])
+    plain = ranking.fused(table, weights(vector=1.0))
+    lifted = ranking.fused(table, weights(vector=1.0, session=0.2))
+    assert plain[2] > plain[1]
+    assert lifted[1] > lifted[2]  # beside the best turn, in the conversation that holds it
+    assert lifted[0] == pytest.approx(plain[0] + 0.2)
+
+
+def test_the_turns_of_a_named_speaker_are_raised_and_only_candidates():
+    table = rows([0.9, 0.8, 0.1], [0.0, 0.0, 0.0], speakers=["Ann", "Bob", "Bob"], candidate=[True, True, False])
+    scores = ranking.fused(table, weights(vector=1.0, speaker=0.3), named=frozenset({"Bob"}))
+    assert scores.tolist() == pytest.approx([1.0, 0.0 + 0.3, 0.0])  # cosines normalised over the candidates
+
+
+def test_a_question_naming_a_speaker_is_ranked_without_the_name():
+    read = read_query("What did Caroline's brother research?", speakers={"Caroline", "Melanie"})
+    assert read.speakers == {"Caroline"}
+    assert read.text == "What did brother research?"
+
+
+@pytest.mark.parametrize(
+    ("question", "speakers", "named", "text"),
+    [
+        ("what did caroline research", {"Caroline"}, {"Caroline"}, "what did research"),  # all lower case: any case
+        ("What may Ann do?", {"May", "Ann"}, {"Ann"}, "What may do?"),  # as written once it has capitals
+        ("will you call may", {"Will", "May"}, {"Will", "May"}, "you call"),
+        ("Where does Jo Ann live?", {"Jo Ann", "Jo"}, {"Jo Ann"}, "Where does live?"),  # the longer name first
+        ("When did Sam Lee move?", {"Sam Lee"}, {"Sam Lee"}, "When did move?"),
+        ("When did Sam move?", {"Sam Lee"}, {"Sam Lee"}, "When did move?"),  # a first name names the speaker
+        ("Samantha's dog?", {"Sam"}, set(), "Samantha's dog?"),  # whole words only
+        ("What did the assistant say?", {"assistant", "user"}, set(), "What did the assistant say?"),  # roles are not names
+        ("Caroline?", {"Caroline"}, {"Caroline"}, "Caroline?"),  # nothing else left: the name stays
+    ],
+)
+def test_what_names_a_speaker(question, speakers, named, text):
+    read = read_query(question, speakers=speakers)
+    assert (set(read.speakers), read.text) == (named, text)
 
 
 def test_reciprocal_rank_fusion_is_kept_for_the_store():
