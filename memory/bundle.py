@@ -228,9 +228,7 @@ def _relevant_sections(bundle: dict[str, Any], *, exclude: set[str]) -> list[tup
     ]
 
 
-def relevant_context_block(
-    bundle: dict[str, Any], relevant: list[dict[str, Any]], *, exclude: set[str], max_tokens: int
-) -> str:
+def relevant_context_block(bundle: dict[str, Any], relevant: list[dict[str, Any]], *, exclude: set[str], max_tokens: int) -> str:
     """Summaries, facts and the relevant past for the system message, within ``max_tokens`` (see the
     module docstring). ``exclude`` holds the ids of messages the context sends in full already."""
     if max_tokens <= 0:

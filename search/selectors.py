@@ -328,12 +328,16 @@ def _rows(
         else:
             words[index] = score
             candidate[index] = True
-    extra = {
-        pk: (conversation, seq, name if isinstance(name, str) else "")
-        for pk, conversation, seq, name in Message.objects.for_tenant(tenant)
-        .filter(pk__in=[key for key, _ in unembedded])
-        .values_list("pk", "conversation_id", "seq", "metadata__name")
-    } if unembedded else {}
+    extra = (
+        {
+            pk: (conversation, seq, name if isinstance(name, str) else "")
+            for pk, conversation, seq, name in Message.objects.for_tenant(tenant)
+            .filter(pk__in=[key for key, _ in unembedded])
+            .values_list("pk", "conversation_id", "seq", "metadata__name")
+        }
+        if unembedded
+        else {}
+    )
     unembedded = [(key, score) for key, score in unembedded if key in extra]
     return ranking.Rows(
         keys=np.concatenate([chosen.keys, np.array([key for key, _ in unembedded], dtype=np.int64)]),

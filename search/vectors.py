@@ -60,7 +60,10 @@ class ConversationVectors:
 
 
 EMPTY = ConversationVectors(
-    (0, 0), np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros((0, 0), np.float32),
+    (0, 0),
+    np.zeros(0, np.int64),
+    np.zeros(0, np.float64),
+    np.zeros((0, 0), np.float32),
     np.zeros(0, np.int64),
     np.zeros(0, np.int64),
     np.zeros(0, object),
@@ -97,7 +100,9 @@ def conversation_vectors(*, tenant: Tenant, model: str, conversation_pks: list[i
         rows = (
             vectors.filter(conversation_id__in=stale)
             .order_by("conversation_id", "-message__created_at", "-message_id")
-            .values_list("conversation_id", "message_id", "message__created_at", "vector", "message__seq", "message__metadata__name")
+            .values_list(
+                "conversation_id", "message_id", "message__created_at", "vector", "message__seq", "message__metadata__name"
+            )
         )
         grouped: dict[int, list[tuple[int, float, bytes, int, str]]] = {}
         for pk, message_pk, created_at, vector, seq, name in rows.iterator(chunk_size=2000):

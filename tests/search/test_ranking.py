@@ -57,7 +57,8 @@ def test_fusion_of_nothing_is_nothing_and_flat_scores_do_not_divide_by_zero():
     assert ranking.convex(rows([], []), 0.5).tolist() == []
     assert ranking.convex(rows([0.3, 0.3], [0.0, 0.0]), 0.5).tolist() == [0.0, 0.0]
     flat = rows([0.3], [0.0])
-    assert [item.key for item in ranking.top(flat, ranking.fused(flat, weights()), 5)] == [1]  # a candidate scoring 0 is still found
+    # A candidate scoring 0 is still found.
+    assert [item.key for item in ranking.top(flat, ranking.fused(flat, weights()), 5)] == [1]
 
 
 def test_rows_no_ranker_put_forward_score_nothing_of_their_own():
