@@ -64,35 +64,6 @@ GROUP BY matched.id
 ORDER BY score DESC, matched.id DESC
 LIMIT %(top)s
 """
-BM25_SQL = (
-    "WITH "  # noqa: S608 (constant parts only; the values are query parameters)
-    + BM25_QUERY_TERMS
-    + """scope AS MATERIALIZED (
-    SELECT m.id, m.token_count FROM conversation_messages AS m
-    WHERE m.tenant_id = %(tenant)s AND m.conversation_id = ANY(%(conversations)s) AND m.role IN ('user', 'assistant')"""
-    + MESSAGE_FILTERS_SQL
-    + """    ORDER BY m.created_at DESC, m.id DESC
-    LIMIT %(limit)s
-),
-"""
-    + BM25_STATS
-    + """matched AS (
-    SELECT m.id, m.token_count, term.lexeme, COALESCE(array_length(term.positions, 1), 1)::float8 AS tf
-    FROM conversation_messages AS m
-    CROSS JOIN LATERAL unnest("""
-    + MESSAGE_TERMS_SQL
-    + """) AS term
-    WHERE m.tenant_id = %(tenant)s
-      AND m.conversation_id = ANY(%(conversations)s)
-      AND """
-    + MESSAGE_TERMS_SQL
-    + """ @@ (SELECT q FROM query)
-      AND m.id IN (SELECT id FROM scope)
-      AND term.lexeme = ANY(ARRAY(SELECT unnest(terms) FROM query))
-),
-"""
-    + BM25_SCORES
-)
 # The messages of the scope a search's filters let through (the vector side keeps only these).
 FILTERED_MESSAGES_SQL = (
     """SELECT m.id FROM conversation_messages AS m

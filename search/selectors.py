@@ -10,7 +10,7 @@ settings. Modes:
   conversation, extended with the newest of the same user's other conversations while it has fewer
   than ``cross_session_trigger`` (50); cosine similarity; the ``top_k`` (8) at or above
   ``min_similarity`` (0.45).
-* ``keyword`` is BM25 over every message of the scope (``search.ranking.BM25_SQL``).
+* ``keyword`` is BM25 over every message of the scope (``search.terms``).
 * ``hybrid`` (the default) fuses both rankings over every message of the scope; the vector side is
   ranked, not thresholded, unless a request sets ``min_similarity``.
 
@@ -42,7 +42,7 @@ from django.conf import settings
 from conversations.models import Conversation, Message
 from core.exceptions import LimitExceeded, NotFound
 from core.replica import read_connection, stale_reads_allowed
-from search import embeddings, ranking, vectors
+from search import embeddings, ranking, terms, vectors
 from search.filters import NO_FILTERS, SearchFilters
 from search.query import read_query
 from tenants.models import Tenant
@@ -168,11 +168,12 @@ def memory_search(
     request.validate()
     model = request.embedding_model or tenant.setting("MEMORY_EMBEDDING_MODEL")
     # The query is embedded on another thread while this one asks PostgreSQL (the model and the
-    # database both release the interpreter while they work), so a hybrid search costs the slower of
-    # the two rather than their sum.
-    query_vector: Future[np.ndarray] | None = None
-    if request.mode != "keyword" and model:
-        query_vector = _query_embedder().submit(embeddings.embed_query, model, request.query)
+    # database both release the interpreter while they work), so a search costs the slower of the two
+    # rather than their sum. Semantic search embeds the query as given, at once; hybrid search the
+    # text it ranks (``search.query``), once it has read the speakers of the scope.
+    query_vector = _QueryVector(model) if request.mode != "keyword" and model else None
+    if query_vector is not None and request.mode == "semantic":
+        query_vector.start(request.query)
     try:
         scope = _scope(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
         if request.mode == "semantic":
@@ -180,7 +181,7 @@ def memory_search(
         else:
             ranked, candidates = _hybrid(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
         # Awaited even when nothing needed it (an empty scope), so a model that fails always says so.
-        dimensions = None if query_vector is None else int(query_vector.result().shape[0])
+        dimensions = None if query_vector is None else int(query_vector.result(request.query).shape[0])
     except BaseException:
         if query_vector is not None:
             query_vector.cancel()  # not begun yet: never begun
@@ -195,6 +196,32 @@ def memory_search(
         query_embedding_dim=dimensions,
         milliseconds=(time.perf_counter() - started) * 1000,
     )
+
+
+class _QueryVector:
+    """The embedding of a search's text, computed on this process's query threads."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.text: str | None = None
+        self.future: Future[np.ndarray] | None = None
+
+    def start(self, text: str) -> None:
+        if self.future is not None and self.text == text:
+            return
+        self.cancel()
+        self.text = text
+        self.future = _query_embedder().submit(embeddings.embed_query, self.model, text)
+
+    def result(self, text: str) -> np.ndarray:
+        """The vector of the text started (of ``text`` when none was)."""
+        if self.future is None:
+            self.start(text)
+        return self.future.result()
+
+    def cancel(self) -> None:
+        if self.future is not None:
+            self.future.cancel()
 
 
 _embedder_pool: tuple[int, ThreadPoolExecutor] | None = None
@@ -248,19 +275,19 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
 
 
 def _semantic(
-    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: Future[np.ndarray] | None
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: _QueryVector | None
 ) -> tuple[list[ranking.Ranked], int]:
     if query_vector is None or not scope.conversation_pks:
         return [], 0
     limit = request.vector_fetch_limit
-    found = _vectors(tenant=tenant, scope=scope, model=model)
+    found = _vectors(tenant=tenant, scope=scope, model=model, allowed=_allowed(tenant=tenant, scope=scope))
     current = vectors.newest([found.get(scope.current_pk, vectors.EMPTY)], limit)
     chosen = current
     extend = scope.name == "user" or (scope.name == "auto" and len(current.keys) < request.cross_session_trigger)
     if extend and len(current.keys) < limit:
         others = vectors.newest([part for pk, part in found.items() if pk != scope.current_pk], limit - len(current.keys))
         chosen = vectors.newest([current, others], limit)
-    similarities = ranking.cosine(query_vector.result(), chosen.matrix)
+    similarities = ranking.cosine(query_vector.result(request.query), chosen.matrix)
     ranked = ranking.cosine_top(
         keys=chosen.keys.tolist(), similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity
     )
@@ -268,26 +295,26 @@ def _semantic(
 
 
 def _hybrid(
-    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: Future[np.ndarray] | None
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: _QueryVector | None
 ) -> tuple[list[ranking.Ranked], int]:
     if not scope.conversation_pks:
         return [], 0
     depth = max(100, request.top_k * 5)  # how deep each ranking goes into the fusion
     chosen = vectors.EMPTY
+    allowed = _allowed(tenant=tenant, scope=scope)
     if query_vector is not None:
-        found = _vectors(tenant=tenant, scope=scope, model=model)
+        found = _vectors(tenant=tenant, scope=scope, model=model, allowed=allowed)
         chosen = vectors.newest(list(found.values()), request.candidate_limit)
     # The speakers the question names leave the ranked text (``search.query``); the vector side then
-    # compares the text without them, embedded while PostgreSQL ranks the words.
+    # compares the text without them, embedded on another thread while the words are ranked.
     asked = read_query(request.query, speakers=set(chosen.speakers.tolist()) - {""})
-    if query_vector is not None and asked.text != request.query:
-        query_vector.cancel()
-        query_vector = _query_embedder().submit(embeddings.embed_query, model, asked.text)
-    keyword = _bm25(tenant=tenant, scope=scope, query=asked.text, limit=request.candidate_limit, top=depth)
+    if query_vector is not None:
+        query_vector.start(asked.text)
+    keyword = _bm25(tenant=tenant, scope=scope, query=asked.text, limit=request.candidate_limit, top=depth, allowed=allowed)
     if request.mode == "keyword" or query_vector is None:
         ranked = [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]]
         return ranked, len(keyword)
-    similarities = ranking.cosine(query_vector.result(), chosen.matrix).astype(np.float64)
+    similarities = ranking.cosine(query_vector.result(asked.text), chosen.matrix).astype(np.float64)
     order = np.argsort(-similarities, kind="stable")[:depth]
     if request.min_similarity is not None:
         order = order[similarities[order] >= request.min_similarity]
@@ -350,12 +377,18 @@ def _rows(
     )
 
 
-def _vectors(*, tenant: Tenant, scope: _Scope, model: str) -> dict[int, vectors.ConversationVectors]:
+def _allowed(*, tenant: Tenant, scope: _Scope) -> np.ndarray | None:
+    """The scope's messages its filters let through; None when they narrow no message."""
+    if not scope.filters.narrows_messages:
+        return None
+    return np.fromiter(admitted(tenant=tenant, filters=scope.filters, conversation_pks=scope.conversation_pks), dtype=np.int64)
+
+
+def _vectors(*, tenant: Tenant, scope: _Scope, model: str, allowed: np.ndarray | None) -> dict[int, vectors.ConversationVectors]:
     """The scope's vectors, each conversation's reduced to the messages its filters let through."""
     found = vectors.conversation_vectors(tenant=tenant, model=model, conversation_pks=scope.conversation_pks)
-    if not scope.filters.narrows_messages or not found:
+    if allowed is None:
         return found
-    allowed = np.fromiter(admitted(tenant=tenant, filters=scope.filters, conversation_pks=list(found)), dtype=np.int64)
     return {pk: vectors.only(part, allowed) for pk, part in found.items()}
 
 
@@ -367,11 +400,10 @@ def admitted(*, tenant: Tenant, filters: SearchFilters, conversation_pks: list[i
         return [key for (key,) in cursor.fetchall()]
 
 
-def _bm25(*, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int) -> list[tuple[int, float]]:
-    parameters = {"tenant": tenant.pk, "conversations": scope.conversation_pks, "query": query, "limit": limit, "top": top}
-    with read_connection().cursor() as cursor:
-        cursor.execute(ranking.BM25_SQL, parameters | scope.filters.sql_parameters())
-        return [(key, float(score)) for key, score in cursor.fetchall()]
+def _bm25(
+    *, tenant: Tenant, scope: _Scope, query: str, limit: int, top: int, allowed: np.ndarray | None
+) -> list[tuple[int, float]]:
+    return terms.bm25(tenant=tenant, conversation_pks=scope.conversation_pks, query=query, limit=limit, top=top, allowed=allowed)
 
 
 def _hits(*, tenant: Tenant, ranked: list[ranking.Ranked]) -> list[SearchHit]:

@@ -19,14 +19,12 @@ between processes: a cold process reads, a warm one checks. A conversation found
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-from django.conf import settings
 from django.db.models import Count, Max
 
+from search.kept import Kept
 from search.models import MessageEmbedding
 from tenants.models import Tenant
 
@@ -69,9 +67,7 @@ EMPTY = ConversationVectors(
     np.zeros(0, object),
 )
 
-_cache: OrderedDict[tuple[int, int, str], ConversationVectors] = OrderedDict()
-_cached_bytes = 0
-_lock = threading.Lock()
+_kept: Kept[ConversationVectors] = Kept()
 
 
 def conversation_vectors(*, tenant: Tenant, model: str, conversation_pks: list[int]) -> dict[int, ConversationVectors]:
@@ -83,19 +79,12 @@ def conversation_vectors(*, tenant: Tenant, model: str, conversation_pks: list[i
         .annotate(count=Count("id"), highest=Max("id"))
         .values_list("conversation_id", "count", "highest")
     }
-    found: dict[int, ConversationVectors] = {}
-    stale = []
-    with _lock:
-        for pk in conversation_pks:
-            key = (tenant.pk, pk, model)
-            entry = _cache.get(key)
-            if pk not in signatures:
-                _forget(key)
-            elif entry is not None and entry.signature == signatures[pk]:
-                _cache.move_to_end(key)
-                found[pk] = entry
-            else:
-                stale.append(pk)
+    found, stale = _kept.current(
+        [(tenant.pk, pk, model) for pk in conversation_pks],
+        {(tenant.pk, pk, model): signature for pk, signature in signatures.items()},
+    )
+    found = {key[1]: entry for key, entry in found.items()}
+    stale = [key[1] for key in stale]
     if stale:
         rows = (
             vectors.filter(conversation_id__in=stale)
@@ -119,7 +108,7 @@ def conversation_vectors(*, tenant: Tenant, model: str, conversation_pks: list[i
                 speakers=np.array([item[4] for item in items], dtype=object),
             )
             found[pk] = entry
-            _remember((tenant.pk, pk, model), entry)
+            _kept.remember((tenant.pk, pk, model), entry)
     return found
 
 
@@ -151,29 +140,5 @@ def only(part: ConversationVectors, keys: np.ndarray) -> ConversationVectors:
     return part.rows(keep)
 
 
-def _remember(key: tuple[int, int, str], entry: ConversationVectors) -> None:
-    global _cached_bytes
-    budget = settings.MEMORY_VECTOR_CACHE_MB * 1024 * 1024
-    if entry.nbytes > budget:
-        return
-    with _lock:
-        _forget(key)
-        _cache[key] = entry
-        _cached_bytes += entry.nbytes
-        while _cached_bytes > budget and _cache:
-            _, evicted = _cache.popitem(last=False)
-            _cached_bytes -= evicted.nbytes
-
-
-def _forget(key: tuple[int, int, str]) -> None:
-    global _cached_bytes
-    entry = _cache.pop(key, None)
-    if entry is not None:
-        _cached_bytes -= entry.nbytes
-
-
 def clear() -> None:
-    global _cached_bytes
-    with _lock:
-        _cache.clear()
-        _cached_bytes = 0
+    _kept.clear()

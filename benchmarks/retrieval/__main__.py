@@ -2,7 +2,7 @@
 
     DJANGO_SETTINGS_MODULE=memoryproject.settings.test DATABASE_URL=postgres://postgres@127.0.0.1:5432/membench \\
     REDIS_URL=redis://127.0.0.1:6379/13 MEMORY_QUEUE=memory-bench .venv/bin/python -m benchmarks.retrieval \\
-    [--dataset synthetic|locomo] [--users N] [--questions-per-user N] [--k 8,20] [--json PATH]
+    [--dataset synthetic|locomo] [--users N] [--questions-per-user N] [--k 8,20] [--context-tokens 4000] [--json PATH]
 
 Creates the database if it is missing (its name must contain ``bench``), migrates it, stores the
 dataset in the tenant ``retrieval-eval`` (once: later runs find it stored), embeds it and prints the
@@ -42,12 +42,20 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--k", default="8,20", help="comma-separated cut-offs (default 8,20)")
     parser.add_argument("--seed", type=int, default=1, help="synthetic: the generator's seed")
     parser.add_argument("--locomo-path", type=Path, default=None, help=f"locomo: the file (default: {locomo.DEFAULT_HINT})")
+    parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=4000,
+        help="max_tokens of the context asked for each question with use_memory (0: not asked; default 4000)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this file")
     options = parser.parse_args(argv)
     try:
         options.ks = tuple(int(k) for k in options.k.split(","))
     except ValueError:
         parser.error(f"--k takes comma-separated numbers, not {options.k!r}")
+    if options.context_tokens < 0:
+        parser.error("--context-tokens must not be negative")
     if any(k < 1 for k in options.ks) or (options.users is not None and options.users < 1):
         parser.error("--k and --users must be positive")
     return options
@@ -69,7 +77,13 @@ def main(argv: list[str]) -> None:
     ensure_database()
     call_command("migrate", verbosity=0, interactive=False)
     tenant = Tenant.objects.filter(slug=TENANT_SLUG).first() or tenant_services.tenant_create(slug=TENANT_SLUG)
-    report = evaluation_run(dataset=dataset, tenant=tenant, ks=options.ks, questions_per_user=options.questions_per_user)
+    report = evaluation_run(
+        dataset=dataset,
+        tenant=tenant,
+        ks=options.ks,
+        questions_per_user=options.questions_per_user,
+        context_tokens=options.context_tokens,
+    )
     print(report_markdown(report))
     if options.json:
         options.json.write_text(json.dumps(report_json(report), indent=2, default=str))

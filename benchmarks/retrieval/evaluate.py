@@ -29,6 +29,7 @@ query is reported on its own line.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -44,8 +45,10 @@ from tqdm import tqdm
 
 from benchmarks.retrieval.dataset import CATEGORIES, Dataset, Question, User
 from conversations import cache, tokens
+from conversations.context import ContextRequest
 from conversations.models import Conversation, Message
 from conversations.selectors import WindowQuery, conversation_window
+from memory.context import conversation_context
 from search import embeddings
 from search.selectors import SearchRequest, memory_search
 from search.services import conversation_embed
@@ -158,6 +161,11 @@ def _conversation_id(user: User, number: int) -> str:
     return f"{user.user_id}-s{number}"
 
 
+def _asking_id(user: User) -> str:
+    """The user's new, empty conversation the context is asked from."""
+    return f"{user.user_id}-asking"
+
+
 def _fingerprint(user: User, number: int) -> str:
     session = user.sessions[number - 1]
     content = [session.date.isoformat(), user.speakers, [(turn.dia_id, turn.speaker, turn.text) for turn in session.turns]]
@@ -167,7 +175,7 @@ def _fingerprint(user: User, number: int) -> str:
 def user_ingest(*, tenant: Tenant, user: User) -> bool:
     """Store the user's sessions unless exactly these are stored already; True if it wrote them."""
     expected = {_conversation_id(user, session.number): _fingerprint(user, session.number) for session in user.sessions}
-    stored = Conversation.objects.for_tenant(tenant).filter(user_id=user.user_id)
+    stored = Conversation.objects.for_tenant(tenant).filter(user_id=user.user_id).exclude(conversation_id=_asking_id(user))
     if {row.conversation_id: row.metadata.get("fingerprint") for row in stored} == expected:
         return False
     with transaction.atomic():
@@ -289,6 +297,19 @@ class Report:
     query_embedding_ms: float | None
     ingest_seconds: float
     embed_seconds: float
+    context: ContextFigures | None = None
+
+
+@dataclass(frozen=True)
+class ContextFigures:
+    """What the context built for each question holds (``use_memory``, from a new conversation of the user)."""
+
+    max_tokens: int
+    every: float  # the share of questions whose every evidence turn is in the context, whole
+    any: float  # ... at least one
+    every_by_category: dict[str, float]
+    median_tokens: float
+    median_ms: float
 
 
 def evaluation_run(
@@ -299,6 +320,7 @@ def evaluation_run(
     questions_per_user: int | None = None,
     methods: Sequence[Method] = METHODS,
     progress: bool = True,
+    context_tokens: int = 4000,
 ) -> Report:
     ks = tuple(sorted(set(ks)))
     started = time.perf_counter()
@@ -324,7 +346,9 @@ def evaluation_run(
         for method in methods:
             answers = _ask(tenant=tenant, method=method, asked=asked, ks=ks, mappings=mappings, done=bar.update)
             figures.append(_figures(method=method, answers=answers, asked=asked, ks=ks))
+    held = _context_holds(tenant=tenant, asked=asked, max_tokens=context_tokens, progress=progress) if context_tokens else None
     return Report(
+        context=held,
         dataset=dataset.name,
         users=len(dataset.users),
         turns=dataset.turn_count,
@@ -384,6 +408,50 @@ def _ask(
         answers.empty.append(not answers.found[ks[-1]][-1])
         done()
     return answers
+
+
+def _context_holds(*, tenant: Tenant, asked: Sequence[tuple[User, Question]], max_tokens: int, progress: bool) -> ContextFigures:
+    """Ask each question's context from a new conversation of its user, as an agent would at the start
+    of a conversation (``POST .../context/`` with ``use_memory`` and the question as ``query``), and
+    look in the messages it answers for each evidence turn, whole (whitespace aside)."""
+    every, some, tokens_used, milliseconds = [], [], [], []
+    by_category: dict[str, list[float]] = {}
+    for user in {user.user_id: user for user, _ in asked}.values():
+        Conversation.objects.for_tenant(tenant).get_or_create(
+            tenant=tenant, conversation_id=_asking_id(user), defaults={"user_id": user.user_id, "agent_id": AGENT_ID}
+        )
+    request = ContextRequest(
+        query=None,
+        system_prompt=None,
+        max_tokens=max_tokens,
+        short_term_turns=tenant.setting("MEMORY_SHORT_TERM_TURNS"),
+        long_term_turns=tenant.setting("MEMORY_LONG_TERM_TURNS"),
+        compression_threshold=tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
+    )
+    for user, question in tqdm(asked, desc="context", unit="q", disable=not progress):
+        turns = user.turns()
+        began = time.perf_counter()
+        answer = conversation_context(
+            tenant=tenant,
+            conversation_id=_asking_id(user),
+            request=dataclasses.replace(request, query=question.text),
+            use_memory=True,
+        )
+        milliseconds.append((time.perf_counter() - began) * 1000)
+        sent = " ".join(" ".join(str(message.get("content") or "").split()) for message in answer["messages"])
+        inside = [" ".join(turns[evidence].text.split()) in sent for evidence in question.evidence]
+        every.append(float(all(inside)))
+        some.append(float(any(inside)))
+        tokens_used.append(answer["estimated_tokens"])
+        by_category.setdefault(question.category, []).append(float(all(inside)))
+    return ContextFigures(
+        max_tokens=max_tokens,
+        every=_mean(every),
+        any=_mean(some),
+        every_by_category={category: _mean(values) for category, values in by_category.items()},
+        median_tokens=statistics.median(tokens_used) if tokens_used else 0.0,
+        median_ms=statistics.median(milliseconds) if milliseconds else 0.0,
+    )
 
 
 def _figures(*, method: Method, answers: _Answers, asked: Sequence[tuple[User, Question]], ks: tuple[int, ...]) -> MethodFigures:
@@ -446,6 +514,20 @@ def report_markdown(report: Report) -> str:
             values = method.recall_by_category[category]
             cells.append(f"{values[ks[0]]:.3f}" + (f" / {values[ks[-1]]:.3f}" if len(ks) > 1 else ""))
         lines.append(f"| {method.name} | " + " | ".join(cells) + " |")
+    if report.context is not None:
+        held = report.context
+        lines += [
+            "",
+            f"The context of each question (use_memory, max_tokens {held.max_tokens}, asked from a new conversation of the"
+            f" user) holds every evidence turn, whole, for {held.every:.1%} of the questions, at least one for {held.any:.1%};"
+            f" median {held.median_tokens:.0f} tokens, {held.median_ms:.1f} ms. Every evidence turn, by category: "
+            + ", ".join(
+                f"{category} {held.every_by_category[category]:.1%}"
+                for category in categories
+                if category in held.every_by_category
+            )
+            + ".",
+        ]
     lines += ["", *_reference_table(report, REAL_CONVERSATIONS), ""]
     for method in report.methods:
         lines.append(f"- {method.name}: {method.what}.")

@@ -1,8 +1,11 @@
 """The context with long-term memory (``use_memory``): the bundle, the rendered prompt, and
 the relevant past that joins the system message within the budget."""
 
+from datetime import UTC, datetime
+
 import pytest
 
+from conversations.models import Conversation, Message
 from search.services import conversation_embed
 from summaries.services import summary_create_now
 from tests.conftest import run_queued_tasks
@@ -143,3 +146,106 @@ def test_the_question_of_a_tool_loop_in_progress_is_not_its_own_relevant_past(ap
     assert system["role"] == "system"
     assert "Rex" in system["content"]  # the relevant past is there...
     assert question not in system["content"]  # ...without the question being asked
+
+
+# --- The relevant past within the budget ---------------------------------------------------------
+
+
+def relevant_block(answer):
+    system = answer["messages"][0]["content"]
+    assert "Relevant earlier messages:\n" in system
+    return system.split("Relevant earlier messages:\n", 1)[1]
+
+
+def long_past(tenant, sessions=12, turns=20):
+    """A user's many dated sessions, each about its own subject, the puppy's name said once."""
+    for number in range(1, sessions + 1):
+        rows = []
+        for turn in range(1, turns + 1):
+            if (number, turn) == (7, 10):
+                rows.append(("user", "Caroline", "The puppy I adopted from the shelter is called Biscuit."))
+            elif (number, turn) == (7, 11):
+                rows.append(("assistant", "Melanie", "Biscuit! That is the sweetest name for him."))
+            else:
+                rows.append(
+                    (
+                        "user" if turn % 2 else "assistant",
+                        "Caroline" if turn % 2 else "Melanie",
+                        f"Session {number} talk {turn}: " + "words about the garden and the weather. " * 3,
+                    )
+                )
+        conversation_of_facts(tenant, f"past-{number}", rows=rows, start=datetime(2023, number, 3, 18, 0, tzinfo=UTC))
+    Conversation.objects.for_tenant(tenant).create(tenant=tenant, conversation_id="today", user_id="caroline")
+
+
+def test_a_new_conversation_gives_memory_most_of_the_budget_and_never_more(api, tenant):
+    long_past(tenant)
+    for max_tokens in (300, 1000, 4000):
+        answer = context(api, query="What is my puppy called?", max_tokens=max_tokens)
+        assert answer["estimated_tokens"] <= max_tokens
+        assert answer["estimated_tokens"] > max_tokens * 0.8  # not a quarter: the conversation needs nothing else
+        assert "called Biscuit" in answer["messages"][0]["content"]
+
+
+def test_relevant_messages_are_whole_with_their_speaker_under_their_conversations_date(api, tenant):
+    long_past(tenant)
+    block = relevant_block(context(api, query="What is my puppy called?", max_tokens=1000))
+    stored = {" ".join(message.content.split()) for message in Message.objects.for_tenant(tenant)}
+    headings = [line for line in block.splitlines() if line.startswith("[")]
+    assert "[Monday 3 July 2023, conversation past-7]" in headings
+    for line in block.splitlines():
+        if line.startswith("[") or line == "...":
+            continue
+        speaker, _, said = line.partition(": ")
+        assert speaker in ("Caroline", "Melanie")
+        assert said in stored  # whole, never cut (its spacing folded)
+    # The answer's turn, with the turn after it that answers the question it raises, in the order said.
+    assert (
+        "Caroline: The puppy I adopted from the shelter is called Biscuit.\nMelanie: Biscuit! That is the sweetest name for him."
+        in block
+    )
+
+
+def test_conversations_are_shown_in_the_order_they_were_held(api, tenant):
+    long_past(tenant)
+    block = relevant_block(context(api, query="garden weather session talk", max_tokens=3000))
+    months = [line.split(" ")[2] for line in block.splitlines() if line.startswith("[")]
+    order = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ]
+    assert len(months) > 1
+    assert months == sorted(months, key=order.index)
+
+
+def test_the_turns_beside_a_hit_obey_the_search_filters(api, tenant):
+    long_past(tenant)
+    answer = context(api, query="What is my puppy called?", max_tokens=4000, memory_filters={"name": ["Caroline"]})
+    block = relevant_block(answer)
+    assert "called Biscuit" in block
+    assert "Melanie:" not in block
+
+
+def test_a_long_conversation_keeps_its_recent_turns_and_memory_takes_the_rest(api, tenant):
+    long_past(tenant)
+    recent = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"today's line {n} " + "about the weather " * 10}
+        for n in range(40)
+    ]
+    assert api.post("/api/v1/conversations/today/messages/", {"messages": recent}, format="json").status_code == 201
+    run_queued_tasks()
+    answer = context(api, query="What is my puppy called?", max_tokens=2000, short_term_turns=3)
+    assert answer["estimated_tokens"] <= 2000
+    assert answer["turns_in_full"] >= 3
+    assert "called Biscuit" in answer["messages"][0]["content"]
+    assert answer["messages"][-1]["content"] == "What is my puppy called?"
