@@ -21,7 +21,7 @@ from datetime import timedelta
 
 import structlog
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
@@ -51,7 +51,10 @@ def conversation_embed(*, tenant: Tenant, conversation_id: str, model: str | Non
     return _embed(tenant=tenant, model=model, messages=_missing(tenant=tenant, model=model).filter(conversation=conversation))
 
 
-def _embed(*, tenant: Tenant, model: str, messages, progress: Callable[[int], None] | None = None) -> int:  # noqa: ANN001
+def _embed(  # noqa: ANN001
+    *, tenant: Tenant, model: str, messages, progress: Callable[[int], None] | None = None, stored_as: str | None = None
+) -> int:
+    """Embed ``messages`` with ``model``, the vectors stored under ``stored_as`` (default: the model's name)."""
     batch = settings.MEMORY_EMBEDDING_BATCH
     written = 0
     last_pk = 0
@@ -79,7 +82,7 @@ def _embed(*, tenant: Tenant, model: str, messages, progress: Callable[[int], No
         ]
         started = time.perf_counter()
         vectors = embeddings.embed_documents(model, texts)
-        written += _store(tenant=tenant, model=model, rows=rows, vectors=vectors)
+        written += _store(tenant=tenant, model=stored_as or model, rows=rows, vectors=vectors)
         logger.info(
             "messages_embedded",
             tenant=tenant.slug,
@@ -106,13 +109,27 @@ def _store(*, tenant: Tenant, model: str, rows: list[Message], vectors) -> int: 
     ]
     try:
         with transaction.atomic():
+            _writing_vectors(tenant)
             MessageEmbedding.unscoped.bulk_create(objects, ignore_conflicts=True)  # this tenant's rows only
     except IntegrityError:
         # A message was erased after it was read: keep the vectors of those that still exist.
         alive = set(Message.objects.for_tenant(tenant).filter(pk__in=[row.pk for row in rows]).values_list("pk", flat=True))
         objects = [item for item in objects if item.message_id in alive]
-        MessageEmbedding.unscoped.bulk_create(objects, ignore_conflicts=True)  # this tenant's rows only
+        with transaction.atomic():
+            _writing_vectors(tenant)
+            MessageEmbedding.unscoped.bulk_create(objects, ignore_conflicts=True)  # this tenant's rows only
     return len(objects)
+
+
+# The transaction-scoped advisory lock of a tenant's vectors (class, tenant): every write of vectors
+# takes it shared, a re-index's swap exclusive, so no vector is written under the old index's name
+# between the swap's catch-up and its commit.
+VECTORS_LOCK = 0x5EC7
+
+
+def _writing_vectors(tenant: Tenant, *, exclusive: bool = False) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_advisory_xact_lock{'' if exclusive else '_shared'}(%s, %s)", [VECTORS_LOCK, tenant.pk])
 
 
 def _previous_turns(*, tenant: Tenant, rows: list[Message]) -> dict[int, tuple[str, str]]:
@@ -170,6 +187,41 @@ def tenant_reembed(
             removed = MessageEmbedding.objects.for_tenant(tenant).exclude(model=model).delete()[0]
     logger.info("tenant_reembedded", tenant=tenant.slug, model=model, embedded=embedded, removed=removed)
     return ReembedSummary(model=model, embedded=embedded, removed=removed, seconds=time.perf_counter() - started)
+
+
+def reindex_name(model: str) -> str:
+    """Where a re-index writes its new vectors: a name no search reads."""
+    return f"{model}#reindex"
+
+
+def tenant_reindex(*, tenant: Tenant, progress: Callable[[int], None] | None = None) -> ReembedSummary:
+    """Embed every searchable message of the tenant again under its model, as the indexing reads it now,
+    without stopping search: the new vectors are written under ``reindex_name`` (no search reads it),
+    then one transaction, holding the tenant's vectors lock exclusive, embeds what was persisted
+    meanwhile, drops the old vectors and names the new ones the model's. Searches read either the old
+    vectors or the new, never both (``search.vectors``). Vectors a stopped run wrote are reused."""
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+    if not model:
+        raise embeddings.EmbeddingModelError(f"Tenant {tenant.slug} has embeddings turned off (MEMORY_EMBEDDING_MODEL is empty).")
+    embeddings.model_spec(model)
+    staging = reindex_name(model)
+    started = time.perf_counter()
+    embedded = _embed(
+        tenant=tenant, model=model, messages=_missing(tenant=tenant, model=staging), progress=progress, stored_as=staging
+    )
+    with transaction.atomic():
+        _writing_vectors(tenant, exclusive=True)
+        embedded += _embed(tenant=tenant, model=model, messages=_missing(tenant=tenant, model=staging), stored_as=staging)
+        vectors = MessageEmbedding.objects.for_tenant(tenant)
+        removed = vectors.filter(model=model).delete()[0]
+        vectors.filter(model=staging).update(model=model)
+    logger.info("tenant_reindexed", tenant=tenant.slug, model=model, embedded=embedded, replaced=removed)
+    return ReembedSummary(model=model, embedded=embedded, removed=removed, seconds=time.perf_counter() - started)
+
+
+def reindex_pending_count(*, tenant: Tenant) -> int:
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+    return _missing(tenant=tenant, model=reindex_name(model)).count() if model else 0
 
 
 def reembed_pending_count(*, tenant: Tenant, model: str, conversation_id: str | None = None) -> int:

@@ -1,5 +1,8 @@
-"""``manage.py reembed --tenant <slug> [--model <name>] [--conversation <id>]``: compute a tenant's
-message vectors under a model, then make it the tenant's model and drop the other model's vectors."""
+"""``manage.py reembed --tenant <slug> [--model <name>] [--conversation <id>] [--reindex]``: compute a
+tenant's message vectors under a model, then make it the tenant's model and drop the other model's
+vectors; with ``--reindex``, embed every message again under the tenant's own model (after a change of
+what a message is embedded as), searches reading the old vectors until the new ones replace them all
+in one commit."""
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -19,6 +22,12 @@ class Command(BaseCommand):
         parser.add_argument("--tenant", required=True, help="slug of the tenant")
         parser.add_argument("--model", help=f"embedding model: {', '.join(embeddings.MODELS)} or package.module:factory")
         parser.add_argument("--conversation", help="only this conversation (the tenant's model does not change)")
+        parser.add_argument(
+            "--reindex",
+            action="store_true",
+            help="embed every message again under the tenant's model, replacing its vectors in one commit at the end "
+            "(the service keeps running; searches read the old vectors until then)",
+        )
 
     def handle(self, *args: object, **options: object) -> None:
         slug = options["tenant"]
@@ -26,6 +35,13 @@ class Command(BaseCommand):
         if tenant is None:
             known = ", ".join(Tenant.objects.values_list("slug", flat=True)[:20]) or "none yet"
             raise CommandError(f"No tenant {slug!r} (known tenants: {known}).")
+        if options["reindex"]:
+            if options["model"] or options["conversation"]:
+                raise CommandError(
+                    "--reindex re-embeds the whole tenant under its own model: leave out --model and --conversation."
+                )
+            self._reindex(tenant)
+            return
         model = options["model"] or tenant.setting("MEMORY_EMBEDDING_MODEL")
         if not model:
             raise CommandError(f"Tenant {slug} has embeddings turned off (MEMORY_EMBEDDING_MODEL is empty): pass --model.")
@@ -48,5 +64,26 @@ class Command(BaseCommand):
             self.style.SUCCESS(
                 f"reembed {slug}: {summary.embedded} messages embedded with {summary.model}, "
                 f"{summary.removed} vectors of other models removed, {summary.seconds:.2f} s"
+            )
+        )
+
+    def _reindex(self, tenant: Tenant) -> None:
+        model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+        if not model:
+            raise CommandError(
+                f"Tenant {tenant.slug} has embeddings turned off (MEMORY_EMBEDDING_MODEL is empty): nothing to re-index."
+            )
+        total = services.reindex_pending_count(tenant=tenant)
+        try:
+            with tqdm(total=total, desc=f"re-indexing {tenant.slug} with {model}", unit="msg", disable=None) as bar:
+                summary = services.tenant_reindex(tenant=tenant, progress=bar.update)
+        except embeddings.EmbeddingModelError as error:
+            raise CommandError(
+                f"{error} Searches still read the old vectors; the new ones written so far are kept and reused on the next run."
+            ) from error
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"reindex {tenant.slug}: {summary.embedded} messages embedded again with {summary.model}, "
+                f"{summary.removed} old vectors replaced, {summary.seconds:.2f} s"
             )
         )
