@@ -125,6 +125,7 @@ class Rows:
     keys: np.ndarray  # message primary keys, int64
     conversations: np.ndarray  # conversation primary keys, int64
     seqs: np.ndarray  # place in the conversation, int64
+    created: np.ndarray  # creation times, epoch seconds, float64
     speakers: np.ndarray  # speaker names ("" where none), object
     similarity: np.ndarray  # cosine with the query, float64; NaN without a vector
     keyword: np.ndarray  # BM25 score, float64; 0 where no term matched
@@ -137,6 +138,7 @@ class Weights:
     session: float  # the share given by the standing of the conversation a turn sits in
     speaker: float  # the share given to the turns of a speaker the question names
     neighbour: float  # the share of a turn's score given to the turns beside it
+    date: float = 0.0  # the share given to the turns said within a date the question gives
 
 
 def convex(rows: Rows, vector_weight: float) -> np.ndarray:
@@ -164,10 +166,12 @@ def convex(rows: Rows, vector_weight: float) -> np.ndarray:
     return scores
 
 
-def fused(rows: Rows, weights: Weights, *, named: frozenset[str] = frozenset()) -> np.ndarray:
+def fused(
+    rows: Rows, weights: Weights, *, named: frozenset[str] = frozenset(), windows: tuple[tuple[float, float], ...] = ()
+) -> np.ndarray:
     """Each row's score: ``convex``, then for the candidates the conversation's standing (its best
-    turn's score over the best conversation's) and the speaker the question names, then for every row
-    the turns beside it (``beside``)."""
+    turn's score over the best conversation's), the speaker the question names and its dates (the
+    ``windows``, epoch seconds, start included), then for every row the turns beside it (``beside``)."""
     scores = convex(rows, weights.vector)
     if not len(scores):
         return scores
@@ -179,6 +183,11 @@ def fused(rows: Rows, weights: Weights, *, named: frozenset[str] = frozenset()) 
             scores = scores + rows.candidate * weights.session * (standing / standing.max())[where]
     if weights.speaker > 0 and named:
         scores = scores + rows.candidate * weights.speaker * np.isin(rows.speakers, list(named))
+    if weights.date > 0 and windows:
+        inside = np.zeros(len(scores), dtype=bool)
+        for start, end in windows:
+            inside |= (rows.created >= start) & (rows.created < end)
+        scores = scores + rows.candidate * weights.date * inside
     return beside(rows, scores, weights.neighbour)
 
 

@@ -70,6 +70,8 @@ class SearchRequest:
     # score), and the share given to the turns of a speaker the question names (``search.query``).
     session_weight: float = 0.1
     speaker_weight: float = 0.2
+    # Hybrid: the share given to the turns said within a date the question gives (``search.query``).
+    date_weight: float = 0.2
     # Hybrid: "convex", or "rrf" (reciprocal-rank fusion, kept for the retrieval evaluation to compare).
     fusion: str = "convex"
     # The vectors to compare: the tenant's model unless named (the retrieval evaluation compares models).
@@ -89,6 +91,7 @@ class SearchRequest:
             "neighbour_weight": tenant.setting("MEMORY_SEARCH_NEIGHBOUR_WEIGHT"),
             "session_weight": tenant.setting("MEMORY_SEARCH_SESSION_WEIGHT"),
             "speaker_weight": tenant.setting("MEMORY_SEARCH_SPEAKER_WEIGHT"),
+            "date_weight": tenant.setting("MEMORY_SEARCH_DATE_WEIGHT"),
         }
         known = {item.name for item in fields(cls)}
         values = defaults | {name: value for name, value in given.items() if value is not None and name in known}
@@ -115,7 +118,7 @@ class SearchRequest:
             )
         if self.min_similarity is not None and not -1.0 <= self.min_similarity <= 1.0:
             raise LimitExceeded("min_similarity is a cosine similarity: between -1 and 1.", details={"field": "min_similarity"})
-        for name in ("vector_weight", "neighbour_weight", "session_weight", "speaker_weight"):
+        for name in ("vector_weight", "neighbour_weight", "session_weight", "speaker_weight", "date_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise LimitExceeded(f"{name} is a share of a score: between 0 and 1.", details={"field": name})
         if self.fusion not in ("convex", "rrf"):
@@ -328,9 +331,12 @@ def _hybrid(
         session=request.session_weight,
         speaker=request.speaker_weight,
         neighbour=request.neighbour_weight,
+        date=request.date_weight,
     )
     # Considered: every message with a vector, and the keyword hits not embedded yet.
-    return ranking.top(rows, ranking.fused(rows, weights, named=asked.speakers), request.top_k), len(rows.keys)
+    return ranking.top(rows, ranking.fused(rows, weights, named=asked.speakers, windows=asked.windows), request.top_k), len(
+        rows.keys
+    )
 
 
 def _rows(
@@ -357,10 +363,10 @@ def _rows(
             candidate[index] = True
     extra = (
         {
-            pk: (conversation, seq, name if isinstance(name, str) else "")
-            for pk, conversation, seq, name in Message.objects.for_tenant(tenant)
+            pk: (conversation, seq, name if isinstance(name, str) else "", created_at.timestamp())
+            for pk, conversation, seq, name, created_at in Message.objects.for_tenant(tenant)
             .filter(pk__in=[key for key, _ in unembedded])
-            .values_list("pk", "conversation_id", "seq", "metadata__name")
+            .values_list("pk", "conversation_id", "seq", "metadata__name", "created_at")
         }
         if unembedded
         else {}
@@ -370,6 +376,7 @@ def _rows(
         keys=np.concatenate([chosen.keys, np.array([key for key, _ in unembedded], dtype=np.int64)]),
         conversations=np.concatenate([chosen.conversations, np.array([extra[key][0] for key, _ in unembedded], dtype=np.int64)]),
         seqs=np.concatenate([chosen.seqs, np.array([extra[key][1] for key, _ in unembedded], dtype=np.int64)]),
+        created=np.concatenate([chosen.created, np.array([extra[key][3] for key, _ in unembedded], dtype=np.float64)]),
         speakers=np.concatenate([chosen.speakers, np.array([extra[key][2].strip() for key, _ in unembedded], dtype=object)]),
         similarity=np.concatenate([similarities, np.full(len(unembedded), np.nan)]),
         keyword=np.concatenate([words, np.array([score for _, score in unembedded], dtype=np.float64)]),

@@ -465,6 +465,9 @@ MEMORY_SEARCH_SESSION_WEIGHT = env.float("MEMORY_SEARCH_SESSION_WEIGHT", default
 # Hybrid search: the share a turn gets when the question names its speaker (the message's "name"),
 # whose name then leaves the ranked text (0: names are ranked as words).
 MEMORY_SEARCH_SPEAKER_WEIGHT = env.float("MEMORY_SEARCH_SPEAKER_WEIGHT", default=0.2)
+# Hybrid search: the share a turn gets when it was said within a date the question gives with its
+# year ("13 October 2023", "October 2023", "2023"; the window runs 10 days past the date; 0: none).
+MEMORY_SEARCH_DATE_WEIGHT = env.float("MEMORY_SEARCH_DATE_WEIGHT", default=0.2)
 # Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
 MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
 # The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory"
@@ -623,6 +626,7 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_SEARCH_NEIGHBOUR_WEIGHT",
     "MEMORY_SEARCH_SESSION_WEIGHT",
     "MEMORY_SEARCH_SPEAKER_WEIGHT",
+    "MEMORY_SEARCH_DATE_WEIGHT",
     "MEMORY_SUMMARY_MODEL",
     "MEMORY_RETENTION_DAYS",
     "MEMORY_RATE_LIMIT",

@@ -1,6 +1,8 @@
 """The pure parts of ranking: the fusion of the two rankings, the conversation's standing, the speaker
 a question names, the share given to neighbouring turns; and what a search reads in its question."""
 
+from datetime import UTC, datetime
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ def rows(
     *,
     conversations: list[int] | None = None,
     seqs: list[int] | None = None,
+    created: list[float] | None = None,
     speakers: list[str] | None = None,
     candidate: list[bool] | None = None,
 ) -> ranking.Rows:
@@ -22,6 +25,7 @@ def rows(
         keys=np.arange(1, size + 1, dtype=np.int64),
         conversations=np.array(conversations or [1] * size, dtype=np.int64),
         seqs=np.array(seqs or list(range(1, size + 1)), dtype=np.int64),
+        created=np.array(created or [0.0] * size, dtype=np.float64),
         speakers=np.array(speakers or [""] * size, dtype=object),
         similarity=np.array(similarity, dtype=np.float64),
         keyword=np.array(keyword, dtype=np.float64),
@@ -29,8 +33,10 @@ def rows(
     )
 
 
-def weights(vector: float = 0.5, session: float = 0.0, speaker: float = 0.0, neighbour: float = 0.0) -> ranking.Weights:
-    return ranking.Weights(vector=vector, session=session, speaker=speaker, neighbour=neighbour)
+def weights(
+    vector: float = 0.5, session: float = 0.0, speaker: float = 0.0, neighbour: float = 0.0, date: float = 0.0
+) -> ranking.Weights:
+    return ranking.Weights(vector=vector, session=session, speaker=speaker, neighbour=neighbour, date=date)
 
 
 def test_convex_fusion_weighs_normalised_scores():
@@ -124,3 +130,32 @@ def test_what_names_a_speaker(question, speakers, named, text):
 def test_reciprocal_rank_fusion_is_kept_for_the_store():
     fused = ranking.fuse(vector=[(1, 0.9), (2, 0.8)], keyword=[(2, 3.0)], top_k=2)
     assert [item.key for item in fused] == [2, 1]
+
+
+def day(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("question", "windows"),
+    [
+        ("What did Ann paint on October 13, 2023?", [("2023-10-13", "2023-10-24")]),
+        ("What did Ann find on 1 February, 2023?", [("2023-02-01", "2023-02-12")]),
+        ("And on the 3rd of May 2022?", [("2022-05-03", "2022-05-14")]),
+        ("Since 2023-10-13?", [("2023-10-13", "2023-10-24")]),
+        ("What setback came in October 2023?", [("2023-10-01", "2023-11-11")]),
+        ("In December 2022 or Sept. 2021?", [("2022-12-01", "2023-01-11"), ("2021-09-01", "2021-10-11")]),
+        ("How many times in 2023?", [("2023-01-01", "2024-01-11")]),
+        ("When did she go camping in June?", []),  # which June is not the question's to say
+        ("Order 2023-A, room 2023b, 12023 points", []),
+    ],
+)
+def test_dates_with_their_year_are_windows_that_run_ten_days_past_them(question, windows):
+    assert read_query(question, speakers=()).windows == tuple((day(start), day(end)) for start, end in windows)
+
+
+def test_the_turns_said_within_a_date_the_question_gives_are_raised_and_only_candidates():
+    times = [day("2023-10-12"), day("2023-10-14"), day("2023-10-30"), day("2023-10-15")]
+    table = rows([0.9, 0.8, 0.8, 0.1], [0.0] * 4, created=times, candidate=[True, True, True, False])
+    scores = ranking.fused(table, weights(vector=1.0, date=0.3), windows=((day("2023-10-13"), day("2023-10-24")),))
+    assert scores.tolist() == pytest.approx([1.0, 0.0 + 0.3, 0.0, 0.0])
