@@ -1,5 +1,6 @@
-"""How search ranks: cosine similarity, BM25 (in PostgreSQL) and their fusion. Pure functions
-except ``BM25_SQL``, which ``search.selectors`` runs.
+"""How search ranks: cosine similarity, BM25 and their fusion, then what the question and the
+conversation add. Pure functions over the arrays of a scope (``Rows``); the SQL constants are the
+terms' expression and the BM25 parts the store's keyword search runs.
 
 Why hybrid: names, numbers and dates are what questions and answers share, and embeddings blur
 them, while words alone miss a paraphrase. On long multi-session conversations (the retrieval
@@ -9,8 +10,11 @@ candidate is: ``convex`` adds min-max normalised scores (the cosine weighing 0.6
 fusion (``fused_scores``, kept for the store and for comparison) ranks a long tail of weak BM25
 matches (the turns that match only the speaker's name) above the vectors' best; on the benchmark's
 harder data, 600 questions, recall@8: reciprocal rank 0.553, convex 0.5 0.633, convex 0.6 0.658.
-``spread`` passes a share of a turn's score to the turns beside it (off by default: +0.009 at 8 on
-that data, -0.009 on the older, easier one).
+
+``fused`` then adds, each a share of the score: the standing of the conversation a turn sits in,
+the speaker the question names, the dates it gives, and (``beside``) the better score of the turns
+just before and after. On the development half of LoCoMo (760 questions) they took recall@8 from
+0.677 to 0.763 and recall@20 from 0.781 to 0.846 (``benchmarks/retrieval/README.md``).
 """
 
 from __future__ import annotations
