@@ -64,7 +64,7 @@ def main() -> None:
     for conversation_id in tqdm(list(conversations.values_list("conversation_id", flat=True)), desc="embed", unit="conv"):
         conversation_embed(tenant=tenant, conversation_id=conversation_id)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE conversation_messages, message_embeddings")  # as autovacuum would after a load
+        cursor.execute("VACUUM ANALYZE conversation_messages, message_embeddings")  # as autovacuum would after a load
     questions = [question.text for user in dataset.users for question in user.questions[:5]]
     model = tenant.setting("MEMORY_EMBEDDING_MODEL")
     for question in questions:

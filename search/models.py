@@ -50,8 +50,9 @@ class MessageEmbedding(models.Model):
             models.UniqueConstraint(fields=["message", "model", "tenant"], name="embedding_unique_per_message_model"),
         ]
         indexes = [
-            # The newest vectors of a conversation under one model (semantic search's candidates).
-            models.Index(fields=["conversation", "model", "-seq"], name="embedding_newest"),
+            # Whether a conversation's vectors under one model changed (their number, their highest id:
+            # ``search.vectors``), read from the index alone at every search.
+            models.Index(fields=["conversation", "model", "id"], include=["tenant"], name="embedding_signature"),
             models.Index(fields=["tenant", "model"], name="embedding_tenant_model"),
         ]
 

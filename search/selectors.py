@@ -303,21 +303,20 @@ def _hybrid(
     if not scope.conversation_pks:
         return [], 0
     depth = max(100, request.top_k * 5)  # how deep each ranking goes into the fusion
-    chosen = vectors.EMPTY
     allowed = _allowed(tenant=tenant, scope=scope)
-    if query_vector is not None:
-        found = _vectors(tenant=tenant, scope=scope, model=model, allowed=allowed)
-        chosen = vectors.newest(list(found.values()), request.candidate_limit)
+    found = _vectors(tenant=tenant, scope=scope, model=model, allowed=allowed) if query_vector is not None else {}
+    chosen = vectors.scope(list(found.values()), request.candidate_limit)
     # The speakers the question names leave the ranked text (``search.query``); the vector side then
     # compares the text without them, embedded on another thread while the words are ranked.
-    asked = read_query(request.query, speakers=set(chosen.speakers.tolist()) - {""})
+    speakers = set(chosen.speakers.tolist()) - {""} if request.speaker_weight > 0 else set()
+    asked = read_query(request.query, speakers=speakers)
     if query_vector is not None:
         query_vector.start(asked.text)
     keyword = _bm25(tenant=tenant, scope=scope, query=asked.text, limit=request.candidate_limit, top=depth, allowed=allowed)
     if request.mode == "keyword" or query_vector is None:
         ranked = [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]]
         return ranked, len(keyword)
-    similarities = ranking.cosine(query_vector.result(asked.text), chosen.matrix).astype(np.float64)
+    similarities = chosen.cosine(query_vector.result(asked.text))
     order = np.argsort(-similarities, kind="stable")[:depth]
     if request.min_similarity is not None:
         order = order[similarities[order] >= request.min_similarity]
@@ -343,7 +342,7 @@ def _rows(
     *,
     tenant: Tenant,
     scope: _Scope,
-    chosen: vectors.ConversationVectors,
+    chosen: vectors.Scope,
     similarities: np.ndarray,
     vector_top: np.ndarray,
     keyword: list[tuple[int, float]],
