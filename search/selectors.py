@@ -68,7 +68,7 @@ class SearchRequest:
     neighbour_weight: float = 0.1
     # Hybrid: the share given by the standing of the conversation a turn sits in (its best turn's
     # score), and the share given to the turns of a speaker the question names (``search.query``).
-    session_weight: float = 0.1
+    session_weight: float = 0.0
     speaker_weight: float = 0.2
     # Hybrid: the share given to the turns said within a date the question gives (``search.query``).
     date_weight: float = 0.2

@@ -111,7 +111,7 @@ KS = (8, 20)
 TOP_K = 20
 BATCH = 100  # messages per append (MEMORY_MAX_BATCH's default)
 SEARCHABLE_TIMEOUT = 30 * 60  # seconds
-POLL_SECONDS = 2.0
+POLL_SECONDS = 1.0  # below gunicorn's keep-alive (2 s), so the poller's connection is not closed under it
 RETRIES = 8  # attempts of one request answered 429/503 or cut
 ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://memory.invalid/benchmarks/retrieval/http")
 
@@ -139,7 +139,7 @@ class Api:
         base = base_url.rstrip("/")
         base = base.removesuffix("/api/v1")
         self.base_url = base
-        self.retried = 0
+        self.retried: list[str] = []  # each request sent again, and why
         self.client = httpx.Client(base_url=f"{base}/api/v1/", headers={"Authorization": f"Api-Key {api_key}"}, timeout=timeout)
 
     def __enter__(self) -> Api:
@@ -173,14 +173,14 @@ class Api:
             except httpx.TransportError as error:
                 if attempt == RETRIES:
                     raise ApiError(f"{method} {path} failed {RETRIES} times, last with {error!r}: is the service up?") from None
-                self.retried += 1
-                time.sleep(min(2**attempt, 30))
+                self.retried.append(f"{method} /api/v1/{path}: {error!r}")
+                time.sleep(0 if attempt == 1 else min(2**attempt, 30))  # first: a keep-alive connection closed under it
                 continue
             milliseconds = (time.perf_counter() - started) * 1000
             if response.status_code in expected:
                 return Answer(response.status_code, response.json() if response.content else None, milliseconds)
             if response.status_code in (429, 503) and attempt < RETRIES:
-                self.retried += 1
+                self.retried.append(f"{method} /api/v1/{path}: {response.status_code} {response.text[:200]}")
                 time.sleep(min(float(response.headers.get("Retry-After") or 1), 60))
                 continue
             raise ApiError(_refusal(method, path, kwargs, response))
@@ -384,7 +384,7 @@ class Report:
     searchable_seconds: float
     search: SearchFigures
     context: ContextFigures | None
-    retried_requests: int  # answered 429/503 (or cut) and sent again
+    retried_requests: list[str]  # answered 429/503 (or cut) and sent again: the request and why
     statuses: dict[str, dict[str, Any]] = field(default_factory=dict)  # each user's search status when searchable
 
 
@@ -495,7 +495,7 @@ def evaluation_run(
         searchable_seconds=searchable_seconds,
         search=search,
         context=context,
-        retried_requests=api.retried,
+        retried_requests=list(api.retried),
         statuses=statuses,
     )
 
@@ -539,12 +539,15 @@ def report_markdown(report: Report) -> str:
             f"new conversation of the user): median {context.median_tokens:.0f} tokens, median {context.median_ms:.1f} ms, "
             f"p95 {context.p95_ms:.1f} ms."
         )
+    skipped = report.users - report.users_stored
     lines.append(
-        f"- Ingest {report.ingest_seconds:.1f} s ({report.users_stored} of {report.users} users sent, the others stored "
-        f"already), then {report.searchable_seconds:.1f} s until every user was searchable."
+        f"- Ingest {report.ingest_seconds:.1f} s ({report.users_stored} of {report.users} users sent"
+        + (f", {skipped} stored already" if skipped else "")
+        + f"), then {report.searchable_seconds:.1f} s until every user was searchable."
     )
     if report.retried_requests:
-        lines.append(f"- {report.retried_requests} requests were answered 429 or 503 (or cut) and sent again.")
+        lines.append(f"- {len(report.retried_requests)} requests were answered 429 or 503 (or cut) and sent again:")
+        lines += [f"  - {retried}" for retried in report.retried_requests[:5]]
     return "\n".join(lines)
 
 

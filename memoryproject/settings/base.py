@@ -460,8 +460,9 @@ MEMORY_SEARCH_VECTOR_WEIGHT = env.float("MEMORY_SEARCH_VECTOR_WEIGHT", default=0
 MEMORY_SEARCH_NEIGHBOUR_WEIGHT = env.float("MEMORY_SEARCH_NEIGHBOUR_WEIGHT", default=0.1)
 # Hybrid search: the share a turn gets from the standing of its conversation (its best turn's score
 # over the best conversation's; 0: none), so that the turns of the conversations that hold the answer
-# rise together.
-MEMORY_SEARCH_SESSION_WEIGHT = env.float("MEMORY_SEARCH_SESSION_WEIGHT", default=0.1)
+# rise together. Off by default: 0.1 moved recall by less than the noise, up on real conversations,
+# down on generated ones (benchmarks/retrieval/README.md).
+MEMORY_SEARCH_SESSION_WEIGHT = env.float("MEMORY_SEARCH_SESSION_WEIGHT", default=0.0)
 # Hybrid search: the share a turn gets when the question names its speaker (the message's "name"),
 # whose name then leaves the ranked text (0: names are ranked as words).
 MEMORY_SEARCH_SPEAKER_WEIGHT = env.float("MEMORY_SEARCH_SPEAKER_WEIGHT", default=0.2)
