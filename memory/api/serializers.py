@@ -55,7 +55,10 @@ class ContextInSerializer(serializers.Serializer):
         "message, and answer the memory bundle and the rendered prompt.",
     )
     top_k = serializers.IntegerField(
-        required=False, min_value=1, max_value=100, help_text="With use_memory: the relevant messages the bundle lists (memory.context). Default MEMORY_TOP_K. "
+        required=False,
+        min_value=1,
+        max_value=100,
+        help_text="With use_memory: the relevant messages the bundle lists (memory.context). Default MEMORY_TOP_K. "
         "The system message holds as many as its budget allows, whatever this number.",
     )
     memory_filters = SearchFiltersSerializer(
