@@ -259,7 +259,11 @@ TOOLS = [
                 "long_term_turns": {"type": "integer", "minimum": 0, "description": "Older turns summarized."},
                 "compression_threshold": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
                 "use_memory": {"type": "boolean", "default": False},
-                "top_k": {"type": "integer", "minimum": 1, "description": "With use_memory: relevant messages to find."},
+                "top_k": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "With use_memory: the relevant messages the bundle lists (the system message holds as many as its budget allows).",
+                },
                 "format": FORMAT,
             },
             required=["conversation_id"],
