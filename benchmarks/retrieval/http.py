@@ -105,7 +105,6 @@ from benchmarks.retrieval.evaluate import (  # noqa: E402
     _recall,
 )
 
-DEFAULT_LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo-dev" / "locomo10-dev.json"
 TENANT_SLUG = "retrieval-http"
 KS = (8, 20)
 TOP_K = 20
@@ -621,7 +620,7 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval.http", description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-url", default=None, help="a running service (default: start one on the benchmark database)")
     parser.add_argument("--api-key", default=None, help="with --base-url: its tenant's key (default $MEMORY_API_KEY)")
-    parser.add_argument("--locomo-path", type=Path, default=DEFAULT_LOCOMO, help=f"the LoCoMo file (default {DEFAULT_LOCOMO})")
+    parser.add_argument("--locomo-path", type=Path, default=None, help=f"the LoCoMo file (default: {locomo.DEFAULT_HINT})")
     parser.add_argument("--users", type=int, default=None, help="the first N users (default all)")
     parser.add_argument("--questions-per-user", type=int, default=None, help="a fixed sample of N questions per user")
     parser.add_argument(
