@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import random
 import statistics
 import time
@@ -308,8 +309,18 @@ class ContextFigures:
     every: float  # the share of questions whose every evidence turn is in the context, whole
     any: float  # ... at least one
     every_by_category: dict[str, float]
+    any_by_category: dict[str, float]
     median_tokens: float
     median_ms: float
+    p95_ms: float
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest rank: the smallest value at least ``share`` of the values are not above."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 def evaluation_run(
@@ -415,7 +426,7 @@ def _context_holds(*, tenant: Tenant, asked: Sequence[tuple[User, Question]], ma
     of a conversation (``POST .../context/`` with ``use_memory`` and the question as ``query``), and
     look in the messages it answers for each evidence turn, whole (whitespace aside)."""
     every, some, tokens_used, milliseconds = [], [], [], []
-    by_category: dict[str, list[float]] = {}
+    by_category: dict[str, list[tuple[float, float]]] = {}
     for user in {user.user_id: user for user, _ in asked}.values():
         Conversation.objects.for_tenant(tenant).get_or_create(
             tenant=tenant, conversation_id=_asking_id(user), defaults={"user_id": user.user_id, "agent_id": AGENT_ID}
@@ -443,14 +454,16 @@ def _context_holds(*, tenant: Tenant, asked: Sequence[tuple[User, Question]], ma
         every.append(float(all(inside)))
         some.append(float(any(inside)))
         tokens_used.append(answer["estimated_tokens"])
-        by_category.setdefault(question.category, []).append(float(all(inside)))
+        by_category.setdefault(question.category, []).append((float(all(inside)), float(any(inside))))
     return ContextFigures(
         max_tokens=max_tokens,
         every=_mean(every),
         any=_mean(some),
-        every_by_category={category: _mean(values) for category, values in by_category.items()},
+        every_by_category={category: _mean(held for held, _ in values) for category, values in by_category.items()},
+        any_by_category={category: _mean(held for _, held in values) for category, values in by_category.items()},
         median_tokens=statistics.median(tokens_used) if tokens_used else 0.0,
         median_ms=statistics.median(milliseconds) if milliseconds else 0.0,
+        p95_ms=percentile(milliseconds, 0.95),
     )
 
 

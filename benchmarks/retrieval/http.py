@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import statistics
@@ -96,6 +95,7 @@ from benchmarks.retrieval.dataset import Dataset, Question, User  # noqa: E402
 from benchmarks.retrieval.evaluate import (  # noqa: E402
     AGENT_ID,
     SECONDS_PER_TURN,
+    ContextFigures,
     _asking_id,
     _categories,
     _conversation_id,
@@ -103,6 +103,7 @@ from benchmarks.retrieval.evaluate import (  # noqa: E402
     _mean,
     _questions,
     _recall,
+    percentile,
 )
 
 TENANT_SLUG = "retrieval-http"
@@ -338,14 +339,6 @@ def searchable_wait(
 # --- Asking --------------------------------------------------------------------------------------
 
 
-def _percentile(values: Sequence[float], share: float) -> float:
-    """Nearest rank: the smallest value at least ``share`` of the values are not above."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
-
-
 @dataclass(frozen=True)
 class SearchFigures:
     top_k: int
@@ -354,18 +347,6 @@ class SearchFigures:
     no_evidence: float  # the share of questions with none of their evidence in the top ``top_k``
     no_evidence_by_category: dict[str, float]
     no_result: float  # the share answered with no hit at all
-    median_ms: float
-    p95_ms: float
-
-
-@dataclass(frozen=True)
-class ContextFigures:
-    max_tokens: int
-    every: float  # the share of questions whose every evidence turn is in the context, whole
-    any: float  # ... at least one
-    every_by_category: dict[str, float]
-    any_by_category: dict[str, float]
-    median_tokens: float
     median_ms: float
     p95_ms: float
 
@@ -409,7 +390,7 @@ def search_figures(api: Api, asked: Sequence[tuple[User, Question]], *, progress
         no_evidence_by_category=none_by_category,
         no_result=_mean(float(not hits) for hits in found),
         median_ms=statistics.median(milliseconds) if milliseconds else 0.0,
-        p95_ms=_percentile(milliseconds, 0.95),
+        p95_ms=percentile(milliseconds, 0.95),
     )
 
 
@@ -447,7 +428,7 @@ def context_figures(
         any_by_category={category: _mean(held for _, held in by_category[category]) for category in categories},
         median_tokens=statistics.median(tokens) if tokens else 0.0,
         median_ms=statistics.median(milliseconds) if milliseconds else 0.0,
-        p95_ms=_percentile(milliseconds, 0.95),
+        p95_ms=percentile(milliseconds, 0.95),
     )
 
 
