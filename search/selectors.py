@@ -69,7 +69,7 @@ class SearchRequest:
     # Hybrid: the share given by the standing of the conversation a turn sits in (its best turn's
     # score), and the share given to the turns of a speaker the question names (``search.query``).
     session_weight: float = 0.0
-    speaker_weight: float = 0.2
+    speaker_weight: float = 0.3
     # Hybrid: the share given to the turns said within a date the question gives (``search.query``).
     date_weight: float = 0.2
     # Hybrid: "convex", or "rrf" (reciprocal-rank fusion, kept for the retrieval evaluation to compare).

@@ -465,7 +465,7 @@ MEMORY_SEARCH_NEIGHBOUR_WEIGHT = env.float("MEMORY_SEARCH_NEIGHBOUR_WEIGHT", def
 MEMORY_SEARCH_SESSION_WEIGHT = env.float("MEMORY_SEARCH_SESSION_WEIGHT", default=0.0)
 # Hybrid search: the share a turn gets when the question names its speaker (the message's "name"),
 # whose name then leaves the ranked text (0: names are ranked as words).
-MEMORY_SEARCH_SPEAKER_WEIGHT = env.float("MEMORY_SEARCH_SPEAKER_WEIGHT", default=0.2)
+MEMORY_SEARCH_SPEAKER_WEIGHT = env.float("MEMORY_SEARCH_SPEAKER_WEIGHT", default=0.3)
 # Hybrid search: the share a turn gets when it was said within a date the question gives with its
 # year ("13 October 2023", "October 2023", "2023"; the window runs 10 days past the date; 0: none).
 MEMORY_SEARCH_DATE_WEIGHT = env.float("MEMORY_SEARCH_DATE_WEIGHT", default=0.2)
