@@ -202,12 +202,10 @@ def _cut(text: str, limit: int | None) -> str:
     return text[: limit - 1].rstrip() + "…"
 
 
-def _similar_lines(similar: list[dict[str, Any]], *, exclude: set[str]) -> list[str]:
+def _similar_lines(similar: list[dict[str, Any]]) -> list[str]:
     items, chars = LIMITS["similar"]
     lines = []
     for item in similar:
-        if item["message_id"] in exclude:
-            continue
         score = item["similarity"] if item["similarity"] is not None else item["score"]
         lines.append(f"- ({score:.2f}, {item['timestamp'][:10]}) {item['role']}: {_cut(item['content'], chars)}")
         if len(lines) == items:
@@ -215,7 +213,7 @@ def _similar_lines(similar: list[dict[str, Any]], *, exclude: set[str]) -> list[
     return lines
 
 
-def _relevant_sections(bundle: dict[str, Any], *, exclude: set[str]) -> list[tuple[str, list[str]]]:
+def _relevant_sections(bundle: dict[str, Any]) -> list[tuple[str, list[str]]]:
     summary_items, summary_chars = LIMITS["summaries"]
     fact_items, _ = LIMITS["facts"]
     return [
@@ -224,7 +222,7 @@ def _relevant_sections(bundle: dict[str, Any], *, exclude: set[str]) -> list[tup
             [f"- {_cut(s['summary'], summary_chars)}" for s in bundle["summaries"][:summary_items]],
         ),
         ("Stored user facts", [f"- {fact['key']}: {fact['value']}" for fact in bundle["memories"][:fact_items]]),
-        ("Relevant earlier messages", _similar_lines(bundle["context"], exclude=exclude)),
+        ("Relevant earlier messages", _similar_lines(bundle["context"])),
     ]
 
 
@@ -331,7 +329,7 @@ def render_prompt(bundle: dict[str, Any], *, query: str | None, history: list[di
     if spoken:
         lines = [f"- {message['role']}: {_cut(message['content'], history_chars)}" for message in spoken[-history_items:]]
         parts.append("Recent conversation history:\n" + "\n".join(lines))
-    relevant = [f"{title}:\n" + "\n".join(lines) for title, lines in _relevant_sections(bundle, exclude=set()) if lines]
+    relevant = [f"{title}:\n" + "\n".join(lines) for title, lines in _relevant_sections(bundle) if lines]
     recent = [f"- {item['role']}: {_cut(item['content'], recent_chars)}" for item in bundle["recent_messages"][-recent_items:]]
     if recent:
         relevant.append("Recent turns:\n" + "\n".join(recent))

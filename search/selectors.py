@@ -338,6 +338,15 @@ def _hybrid(
     )
 
 
+def _positions(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where each of ``wanted`` sits in ``keys``, whether it is there at all), by a sorted lookup."""
+    if not len(keys):
+        return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
+    sorter = np.argsort(keys, kind="stable")
+    at = sorter[np.searchsorted(keys, wanted, sorter=sorter).clip(max=len(keys) - 1)]
+    return at, keys[at] == wanted
+
+
 def _rows(
     *,
     tenant: Tenant,
@@ -348,18 +357,15 @@ def _rows(
     keyword: list[tuple[int, float]],
 ) -> ranking.Rows:
     """The scope's rows for ``ranking.fused``: each message with a vector, then the keyword hits without one."""
-    position = {int(key): index for index, key in enumerate(chosen.keys.tolist())}
     words = np.zeros(len(chosen.keys), dtype=np.float64)
     candidate = np.zeros(len(chosen.keys), dtype=bool)
     candidate[vector_top] = True
-    unembedded = []
-    for key, score in keyword:
-        index = position.get(key)
-        if index is None:
-            unembedded.append((key, score))
-        else:
-            words[index] = score
-            candidate[index] = True
+    hits = np.fromiter((key for key, _ in keyword), dtype=np.int64, count=len(keyword))
+    scores = np.fromiter((score for _, score in keyword), dtype=np.float64, count=len(keyword))
+    at, embedded = _positions(chosen.keys, hits)
+    words[at[embedded]] = scores[embedded]
+    candidate[at[embedded]] = True
+    unembedded = [keyword[index] for index in np.flatnonzero(~embedded)]
     extra = (
         {
             pk: (conversation, seq, name if isinstance(name, str) else "", created_at.timestamp())

@@ -11,10 +11,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation
 from search import embeddings, services, vectors
 from search.models import MessageEmbedding
-from tests.search.test_search import FACTS, conversation_of_facts, search
+from tests.search.test_search import FACTS, conversation_of_facts, message_add, search
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,14 +70,7 @@ def test_searches_during_a_reindex_read_the_old_vectors_then_the_new_all_at_once
     assert similarities(tenant) == before
     # A message persisted while the re-index runs: found by its words, and indexed by the swap.
     conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="s1")
-    Message.objects.for_tenant(tenant).create(
-        tenant=tenant,
-        conversation=conversation,
-        seq=7,
-        role="user",
-        content="The puppy's vet is Dr Okafor.",
-        created_at=datetime(2023, 5, 9, tzinfo=UTC),
-    )
+    message_add(tenant, conversation, 7, "The puppy's vet is Dr Okafor.", datetime(2023, 5, 9, tzinfo=UTC))
     assert search(tenant, "Okafor vet", mode="keyword").hits[0].seq == 7
     resume.set()
     thread.join(60)

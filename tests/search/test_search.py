@@ -47,6 +47,13 @@ def conversation_of_facts(tenant, conversation_id="s1", user_id="caroline", rows
     return conversation
 
 
+def message_add(tenant, conversation, seq, content, created_at):
+    """A user message persisted into ``conversation`` as the write worker would, not embedded yet."""
+    return Message.objects.for_tenant(tenant).create(
+        tenant=tenant, conversation=conversation, seq=seq, role="user", content=content, created_at=created_at
+    )
+
+
 def search(tenant, query, conversation_id="s1", **given):
     return selectors.memory_search(
         tenant=tenant, request=selectors.SearchRequest.for_tenant(tenant, query=query, **given), conversation_id=conversation_id
@@ -352,28 +359,14 @@ def test_vectors_kept_between_searches_follow_every_change_of_the_conversation(t
     assert search(tenant, "Lisbon pottery", mode="semantic", min_similarity=-1.0).candidates == len(FACTS)
     # Added and embedded: seen by the next search.
     conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="s1")
-    Message.objects.for_tenant(tenant).create(
-        tenant=tenant,
-        conversation=conversation,
-        seq=7,
-        role="user",
-        content="We named the kiln Vulcan.",
-        created_at=datetime(2023, 5, 9, tzinfo=UTC),
-    )
+    message_add(tenant, conversation, 7, "We named the kiln Vulcan.", datetime(2023, 5, 9, tzinfo=UTC))
     services.conversation_embed(tenant=tenant, conversation_id="s1")
     result = search(tenant, "What is the kiln called?", mode="semantic", min_similarity=-1.0)
     assert result.candidates == len(FACTS) + 1
     assert result.hits[0].seq == 7
     # One deleted and another added (the same count): the deleted one is gone, the new one found.
     Message.objects.for_tenant(tenant).filter(seq=7).delete()
-    Message.objects.for_tenant(tenant).create(
-        tenant=tenant,
-        conversation=conversation,
-        seq=8,
-        role="user",
-        content="Actually the kiln is Hestia.",
-        created_at=datetime(2023, 5, 10, tzinfo=UTC),
-    )
+    message_add(tenant, conversation, 8, "Actually the kiln is Hestia.", datetime(2023, 5, 10, tzinfo=UTC))
     services.conversation_embed(tenant=tenant, conversation_id="s1")
     assert [hit.seq for hit in search(tenant, "kiln name", mode="semantic", min_similarity=-1.0, top_k=20).hits].count(7) == 0
     assert search(tenant, "What is the kiln called?", mode="semantic", min_similarity=-1.0).hits[0].seq == 8

@@ -11,7 +11,7 @@ from conversations.models import Conversation, Message
 from search import ranking, terms
 from search.filters import MESSAGE_FILTERS_SQL, search_filters
 from search.selectors import admitted
-from tests.search.test_search import FACTS, conversation_of_facts, search
+from tests.search.test_search import FACTS, conversation_of_facts, message_add, search
 
 pytestmark = pytest.mark.django_db
 
@@ -93,25 +93,11 @@ def test_terms_kept_between_searches_follow_every_change_of_the_conversation(ten
     assert search(tenant, "Lisbon", mode="keyword").candidates == 1
     conversation = Conversation.objects.for_tenant(tenant).get(conversation_id="s1")
     # Persisted, not embedded yet: found by its words at the next search.
-    Message.objects.for_tenant(tenant).create(
-        tenant=tenant,
-        conversation=conversation,
-        seq=7,
-        role="user",
-        content="Lisbon again in May.",
-        created_at=datetime(2023, 5, 9, tzinfo=UTC),
-    )
+    message_add(tenant, conversation, 7, "Lisbon again in May.", datetime(2023, 5, 9, tzinfo=UTC))
     assert [hit.seq for hit in search(tenant, "Lisbon", mode="keyword").hits] == [7, 4]
     # One deleted and another added (the same count): the deleted one gone, the new one found.
     Message.objects.for_tenant(tenant).filter(seq=7).delete()
-    Message.objects.for_tenant(tenant).create(
-        tenant=tenant,
-        conversation=conversation,
-        seq=8,
-        role="user",
-        content="Porto, not Lisbon.",
-        created_at=datetime(2023, 5, 10, tzinfo=UTC),
-    )
+    message_add(tenant, conversation, 8, "Porto, not Lisbon.", datetime(2023, 5, 10, tzinfo=UTC))
     assert sorted(hit.seq for hit in search(tenant, "Lisbon", mode="keyword").hits) == [4, 8]
     # Erased: nothing left to match.
     conversation_services.conversation_erase(tenant=tenant, conversation_id="s1")

@@ -4,6 +4,8 @@ vectors; with ``--reindex``, embed every message again under the tenant's own mo
 what a message is embedded as), searches reading the old vectors until the new ones replace them all
 in one commit."""
 
+from collections.abc import Callable
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -50,16 +52,14 @@ class Command(BaseCommand):
         except embeddings.EmbeddingModelError as error:
             raise CommandError(str(error)) from error
         conversation_id = options["conversation"]
-        total = services.reembed_pending_count(tenant=tenant, model=model, conversation_id=conversation_id)
-        try:
-            with tqdm(total=total, desc=f"embedding {slug} with {model}", unit="msg", disable=None) as bar:
-                summary = services.tenant_reembed(
-                    tenant=tenant, model=model, conversation_id=conversation_id, progress=bar.update
-                )
-        except embeddings.EmbeddingModelError as error:
-            raise CommandError(
-                f"{error} Nothing was switched; vectors already written are kept and reused on the next run."
-            ) from error
+        summary = self._embedding(
+            f"embedding {slug} with {model}",
+            services.reembed_pending_count(tenant=tenant, model=model, conversation_id=conversation_id),
+            lambda progress: services.tenant_reembed(
+                tenant=tenant, model=model, conversation_id=conversation_id, progress=progress
+            ),
+            failed="Nothing was switched; vectors already written are kept and reused on the next run.",
+        )
         self.stdout.write(
             self.style.SUCCESS(
                 f"reembed {slug}: {summary.embedded} messages embedded with {summary.model}, "
@@ -68,22 +68,26 @@ class Command(BaseCommand):
         )
 
     def _reindex(self, tenant: Tenant) -> None:
-        model = tenant.setting("MEMORY_EMBEDDING_MODEL")
-        if not model:
-            raise CommandError(
-                f"Tenant {tenant.slug} has embeddings turned off (MEMORY_EMBEDDING_MODEL is empty): nothing to re-index."
-            )
-        total = services.reindex_pending_count(tenant=tenant)
-        try:
-            with tqdm(total=total, desc=f"re-indexing {tenant.slug} with {model}", unit="msg", disable=None) as bar:
-                summary = services.tenant_reindex(tenant=tenant, progress=bar.update)
-        except embeddings.EmbeddingModelError as error:
-            raise CommandError(
-                f"{error} Searches still read the old vectors; the new ones written so far are kept and reused on the next run."
-            ) from error
+        summary = self._embedding(
+            f"re-indexing {tenant.slug}",
+            services.reindex_pending_count(tenant=tenant),
+            lambda progress: services.tenant_reindex(tenant=tenant, progress=progress),
+            failed="Searches still read the old vectors; the new ones written so far are kept and reused on the next run.",
+        )
         self.stdout.write(
             self.style.SUCCESS(
                 f"reindex {tenant.slug}: {summary.embedded} messages embedded again with {summary.model}, "
                 f"{summary.removed} old vectors replaced, {summary.seconds:.2f} s"
             )
         )
+
+    @staticmethod
+    def _embedding(
+        description: str, total: int, run: Callable[[Callable[[int], object]], services.ReembedSummary], *, failed: str
+    ) -> services.ReembedSummary:
+        """``run`` with a progress bar of ``total`` messages; a model that fails is a CommandError saying ``failed``."""
+        try:
+            with tqdm(total=total, desc=description, unit="msg", disable=None) as bar:
+                return run(bar.update)
+        except embeddings.EmbeddingModelError as error:
+            raise CommandError(f"{error} {failed}") from error
