@@ -204,7 +204,10 @@ def test_without_collectstatic_check_deploy_fails_and_gunicorn_refuses_to_boot_n
     assert checked.returncode != 0
     assert "memoryproject.E001" in checked.stderr
     assert "python manage.py collectstatic --noinput" in checked.stderr
-    assert booted.returncode == 3, booted.stdout + booted.stderr  # gunicorn: a worker failed to boot
+    # gunicorn's master exits 3 (a worker failed to boot), or 1 when a second worker's failure is reaped
+    # while it halts for the first (gunicorn 27's Arbiter.stop raises HaltServer again out of halt):
+    # either way the process ends, non-zero, for a supervisor to see.
+    assert booted.returncode in (1, 3), booted.stdout + booted.stderr
     assert "python manage.py collectstatic --noinput" in booted.stderr
     assert "Worker failed to boot" in booted.stderr
 
