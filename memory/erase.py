@@ -1,7 +1,7 @@
 """One user erased everywhere: their conversations (as ``conversations.services.conversation_erase``
-erases each, with their vectors, summaries and checkpoints), their facts and fact history, and the
-dead letters of their conversations. What stays is a tombstone per conversation holding a digest of
-its id, never the id."""
+erases each, with their vectors, summaries, checkpoints and the memories extracted from them), their
+facts and fact history, their memories and memory history, and the dead letters of their
+conversations. What stays is a tombstone per conversation holding a digest of its id, never the id."""
 
 from dataclasses import dataclass
 
@@ -12,6 +12,8 @@ from checkpoints.models import Checkpoint
 from conversations.models import Conversation, DeadLetter
 from conversations.services import conversation_erase
 from core.exceptions import NotFound
+from extraction.models import Memory
+from extraction.services import user_memories_erase
 from facts.services import user_facts_erase
 from search.models import MessageEmbedding
 from summaries.models import Summary
@@ -28,15 +30,17 @@ class UserEraseResult:
     summaries: int
     checkpoints: int
     facts: int
+    memories: int
     dead_letters: int
     cache_keys: int
 
 
 def user_erase(*, tenant: Tenant, user_id: str) -> UserEraseResult:
     """Erase one user of a tenant everywhere: each of their conversations as ``conversation_erase``
-    does (rows, cache keys, queued writes; with them their vectors, summaries and checkpoints), their
-    facts and fact history, and the dead letters of their conversations. What stays is a tombstone per
-    conversation holding a digest of its id, never the id. Repeating it erases what arrived since.
+    does (rows, cache keys, queued writes; with them their vectors, summaries, checkpoints and the
+    memories read from them), their facts and fact history, their other memories with their history,
+    and the dead letters of their conversations. What stays is a tombstone per conversation holding a
+    digest of its id, never the id. Repeating it erases what arrived since.
     """
     conversation_ids = list(
         Conversation.objects.for_tenant(tenant).filter(user_id=user_id).values_list("conversation_id", flat=True)
@@ -45,6 +49,7 @@ def user_erase(*, tenant: Tenant, user_id: str) -> UserEraseResult:
     embeddings = MessageEmbedding.objects.for_tenant(tenant).filter(**owned).count()
     summaries = Summary.objects.for_tenant(tenant).filter(**owned).count()
     checkpoints = Checkpoint.objects.for_tenant(tenant).filter(**owned).count()
+    memories = Memory.objects.for_tenant(tenant).filter(user_id=user_id).count()
     messages = cache_keys = 0
     for conversation_id in conversation_ids:
         try:
@@ -54,6 +59,7 @@ def user_erase(*, tenant: Tenant, user_id: str) -> UserEraseResult:
         messages += result.messages
         cache_keys += result.cache_keys
     facts = user_facts_erase(tenant=tenant, user_id=user_id)
+    user_memories_erase(tenant=tenant, user_id=user_id)  # what no conversation's erase took
     dead_letters = (
         DeadLetter.objects.for_tenant(tenant)
         .filter(Q(payload__conversation_id__in=conversation_ids) | Q(payload__user_id=user_id))
@@ -67,6 +73,7 @@ def user_erase(*, tenant: Tenant, user_id: str) -> UserEraseResult:
         summaries=summaries,
         checkpoints=checkpoints,
         facts=facts,
+        memories=memories,
         dead_letters=dead_letters,
         cache_keys=cache_keys,
     )

@@ -238,6 +238,7 @@ class UserErased(TypedDict):
     summaries_erased: int
     checkpoints_erased: int
     facts_erased: int
+    memories_erased: int
     dead_letters_erased: int
     cache_keys_erased: int
 

@@ -25,10 +25,11 @@ from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
 
-# Sent inside the transaction of an erase with ``messages_only`` (keyword arguments ``tenant`` and
-# ``conversation_id``): what other apps derived from the messages, and that the conversation row does
-# not take with it by cascade, is deleted by their receivers (``summaries.apps``: the summaries, which
-# quote the messages). A receiver that raises rolls the erase back.
+# Sent inside the transaction of every erase, once the messages are deleted and while the conversation
+# row is still there (keyword arguments ``tenant`` and ``conversation_id``): what other apps derived
+# from the messages is deleted by their receivers (``summaries.apps``: the summaries, which quote the
+# messages; ``extraction.apps``: the memories read from them, which no cascade reaches). A receiver
+# that raises rolls the erase back.
 messages_cleared = Signal()
 
 
@@ -93,12 +94,12 @@ def conversation_erase(*, tenant: Tenant, conversation_id: str, messages_only: b
                 .delete()[1]
                 .get(Message._meta.label, 0)
             )
+            # What was derived from the messages goes with them, in this transaction (vectors go by cascade).
+            messages_cleared.send(sender=Conversation, tenant=tenant, conversation_id=conversation_id)
             if messages_only:
                 Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).update(
                     message_count=0, token_count=0, last_seq=erased_before, updated_at=timezone.now()
                 )
-                # What quotes the messages goes with them, in this transaction (vectors go by cascade).
-                messages_cleared.send(sender=Conversation, tenant=tenant, conversation_id=conversation_id)
             else:
                 Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).delete()
             _tombstone_raise(

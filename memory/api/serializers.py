@@ -17,6 +17,7 @@ class UserEraseOutSerializer(serializers.Serializer):
     summaries_erased = serializers.IntegerField()
     checkpoints_erased = serializers.IntegerField()
     facts_erased = serializers.IntegerField(help_text="Facts and their change history.")
+    memories_erased = serializers.IntegerField(help_text="Memories extracted from their conversations (their history with them).")
     dead_letters_erased = serializers.IntegerField()
     cache_keys_erased = serializers.IntegerField()
 

@@ -37,7 +37,7 @@ class UserView(TenantAPIView):
     @extend_schema(
         responses={200: serializers.UserEraseOutSerializer},
         description="Erase one user everywhere: their conversations, messages, vectors, summaries, checkpoints, "
-        "facts, dead letters and cache keys, and writes of theirs still queued. Answers what was erased.",
+        "facts, extracted memories, dead letters and cache keys, and writes of theirs still queued. Answers what was erased.",
     )
     def delete(self, request: Request, user_id: str) -> Response:
         if not user_id.strip() or len(user_id) > settings.MEMORY_MAX_ID_LENGTH:
@@ -52,6 +52,7 @@ class UserView(TenantAPIView):
                 "summaries_erased": result.summaries,
                 "checkpoints_erased": result.checkpoints,
                 "facts_erased": result.facts,
+                "memories_erased": result.memories,
                 "dead_letters_erased": result.dead_letters,
                 "cache_keys_erased": result.cache_keys,
             }

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "search",
     "summaries",
     "facts",
+    "extraction",
     "chat",
     "mcp_server",
     "store",

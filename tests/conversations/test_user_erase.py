@@ -10,6 +10,7 @@ from django_redis import get_redis_connection
 
 from conversations import services
 from conversations.models import Conversation, DeadLetter, Message
+from extraction.services import Operation, memories_apply, messages_read
 from search.services import conversation_embed
 from summaries.services import summary_create_now
 from tests.conftest import run_queued_tasks
@@ -94,6 +95,21 @@ def a_user_with_everything(api, tenant, user_id=USER, marker="quokka-secret", ci
         201,
     )
     assert api.put(f"/api/v1/users/{user_id}/facts/home/", {"value": f"Sydney ({marker})"}, format="json").status_code == 200
+    conversation = Conversation.objects.for_tenant(tenant).get(conversation_id=f"{user_id}-s1")
+    read = messages_read(tenant=tenant, conversation=conversation)
+    added = memories_apply(
+        tenant=tenant,
+        conversation=conversation,
+        read_through_seq=2,
+        read=read,
+        operations=[
+            Operation(
+                op="add", kind="fact", subject=user_id, text=f"Lives in {city} ({marker})", sources=(str(read[0].message_id),)
+            )
+        ],
+        model="scripted",
+    )
+    assert added.added == 1
     DeadLetter.objects.for_tenant(tenant).create(
         tenant=tenant,
         task_name="conversations.tasks.messages_persist",
@@ -120,6 +136,7 @@ def test_the_erase_answers_what_it_erased_and_leaves_no_trace_in_postgresql_or_r
         "summaries_erased": 2,
         "checkpoints_erased": 2,
         "facts_erased": 3,  # the fact and its two history rows
+        "memories_erased": 1,
         "dead_letters_erased": 1,
         "cache_keys_erased": response.json()["cache_keys_erased"],
     }

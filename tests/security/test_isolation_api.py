@@ -101,6 +101,7 @@ from checkpoints.models import Checkpoint
 from conversations.api.views import TenantAPIView
 from conversations.models import CacheRepair, Conversation, Message
 from conversations.services import dead_letter_record
+from extraction.services import Operation, memories_apply, messages_read
 from facts.models import UserFact
 from search.services import conversation_embed
 from store.models import StoreItem
@@ -194,6 +195,7 @@ def tenant_world(tenant: Tenant, *, number: int, message_ids: list[str] | None =
                 "other fact value",
                 "agent",
                 "dead letter",
+                "extracted memory",
             )
         },
     )
@@ -275,6 +277,22 @@ def tenant_world(tenant: Tenant, *, number: int, message_ids: list[str] | None =
     take_queued_tasks(settings.MEMORY_DERIVED_QUEUE)
     summary_create_now(tenant=tenant, conversation_id=world.conversation_id)
     assert conversation_embed(tenant=tenant, conversation_id=world.conversation_id) > 0
+    # A memory an extractor read from the conversation (its history and the conversation's watermark with it).
+    stored = Conversation.objects.for_tenant(tenant).get(conversation_id=world.conversation_id)
+    read = messages_read(tenant=tenant, conversation=stored)
+    extracted = memories_apply(
+        tenant=tenant,
+        conversation=stored,
+        read_through_seq=stored.last_seq,
+        read=read,
+        operations=[
+            Operation(
+                op="add", kind="fact", subject=world.user_id, text=marks["extracted memory"], sources=(str(read[0].message_id),)
+            )
+        ],
+        model="scripted",
+    )
+    assert extracted.added == 1
     # What the workers and the sweeper leave behind: a conversation whose cache missed a write, and
     # a task that failed for good.
     CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=world.conversation_id)

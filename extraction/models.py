@@ -1,0 +1,120 @@
+"""Memories extracted from conversations: what a user's conversations say about them and the people
+they talk about, kept as current statements with their history.
+
+A ``Memory`` is one statement about a ``subject`` (the user, or a person they named) of one user of
+one tenant: a fact, a preference, an event (with its date when the conversation gives one) or a
+relation between people. It holds when it began to hold (``valid_from``) and, once an update or a
+delete took it back, when it stopped (``valid_to``: a memory with one is no longer current, never
+erased by a delete). ``message_ids`` are the public ids of the messages it was read from, and
+``conversation_pks`` their conversations, so that erasing a conversation erases what was derived
+from it. Every change adds a ``MemoryChange`` holding the version it made and the text it replaced,
+so a superseded statement is never lost; only an erase removes history.
+
+``ExtractionWatermark`` is how far the extractor has read a conversation (its ``read_through_seq``):
+applying a read of turns already read changes nothing. Tenant-owned models refuse unscoped queries
+(``tenants.managers``).
+"""
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.db import models
+from django.utils import timezone
+
+from conversations.models import Conversation
+from tenants.managers import TenantManager, UnscopedManager
+from tenants.models import Tenant
+
+
+class MemoryKind(models.TextChoices):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    EVENT = "event"
+    RELATION = "relation"
+
+
+class Memory(models.Model):
+    # No index of its own: the user's index starts with the tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    memory_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    user_id = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=MemoryKind.choices)
+    subject = models.CharField(max_length=200)
+    text = models.TextField()
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    confidence = models.FloatField(default=1.0)
+    message_ids = ArrayField(models.UUIDField(), default=list)
+    conversation_pks = ArrayField(models.BigIntegerField(), default=list)
+    model = models.CharField(max_length=200, blank=True, default="")
+    # Set by the services, not auto_now: a memory and its change of one apply share one instant.
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "extracted_memories"
+        indexes = [
+            # A user's memories, most recently changed first (the list, the extractor's related memories).
+            models.Index(fields=["tenant", "user_id", "-updated_at"], name="memory_user_recent"),
+            # The memories derived from a conversation (its erase).
+            GinIndex(fields=["conversation_pks"], name="memory_conversations"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.subject}: {self.text[:60]}"
+
+    @property
+    def current(self) -> bool:
+        return self.valid_to is None
+
+
+class MemoryAction(models.TextChoices):
+    ADD = "add"
+    UPDATE = "update"
+    DELETE = "delete"
+    MERGE = "merge"  # a near-duplicate of it was read again: its sources joined
+
+
+class MemoryChange(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="changes")
+    action = models.CharField(max_length=8, choices=MemoryAction.choices)
+    # The version this change made (for a delete: the statement taken back, with its valid_to).
+    text = models.TextField()
+    previous_text = models.TextField(null=True, blank=True)  # noqa: DJ001 - null is "nothing replaced", unlike any text
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    confidence = models.FloatField(default=1.0)
+    message_ids = ArrayField(models.UUIDField(), default=list)  # the messages this change was read from
+    model = models.CharField(max_length=200, blank=True, default="")
+    changed_at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "extracted_memory_changes"
+        indexes = [models.Index(fields=["memory", "-changed_at"], name="memory_change_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.memory_id}"
+
+
+class ExtractionWatermark(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, related_name="+")
+    read_through_seq = models.BigIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "extraction_watermarks"
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id} read through {self.read_through_seq}"

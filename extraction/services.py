@@ -1,0 +1,423 @@
+"""Applying what an extractor read: the operations a model answers, checked, then applied to one
+user's memories in one transaction.
+
+The model reads new turns of one conversation with the user's related memories and answers a list
+of operations (``operations_parse`` reads them, refusing the whole answer with ``MalformedOutput``
+naming the problem when it is not one):
+
+- ``{"op": "add", "kind", "subject", "text", "valid_from"?, "confidence"?, "sources"}``
+- ``{"op": "update", "memory_id", "text", "kind"?, "subject"?, "valid_from"?, "confidence"?, "sources"}``
+- ``{"op": "delete", "memory_id", "valid_to"?, "sources"}``
+- ``{"op": "none"}``
+
+``memories_apply`` then writes them, under rules the model cannot bend whatever the turns told it:
+
+- **Its user and tenant only.** The user, the tenant and the conversation are the caller's, never
+  the answer's; a ``memory_id`` that is not a memory of this user of this tenant is refused (the
+  operation is skipped and counted in ``Applied.refused`` with why), so a message cannot make the
+  extractor touch anyone else's memories.
+- **Sources are what was read.** An operation's ``sources`` are kept only where they are among the
+  messages given to the model (``read``); an add or update left with none is refused.
+- **Once.** The conversation's ``ExtractionWatermark`` says how far it was read: applying a read
+  that ends at or before it changes nothing (``Applied.repeated``), so a task retried after it
+  committed cannot add twice.
+- **Near-duplicates merge.** An add whose text, kind and subject match a current memory of the user
+  (case, spacing and punctuation aside) joins its sources to that memory (a ``merge`` change).
+- **Nothing is erased.** An update keeps the version it replaced as history, with the time it
+  stopped holding; a delete sets ``valid_to`` and keeps the memory.
+
+Every apply of one user takes a transaction-scoped advisory lock on (tenant, user), so two
+extractions of the same user queue behind each other.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+import structlog
+from django.db import connection, transaction
+from django.utils import timezone
+
+from conversations.models import Conversation, Message
+from core.exceptions import MemoryServiceError, Unstorable
+from core.storable import storable_text
+from extraction.models import ExtractionWatermark, Memory, MemoryAction, MemoryChange, MemoryKind
+from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
+
+OPERATIONS = ("add", "update", "delete", "none")
+MAX_OPERATIONS = 100  # per answer: more is not an extraction of a few turns
+MAX_TEXT_CHARS = 2000
+MAX_SUBJECT_CHARS = 200
+
+
+class MalformedOutput(MemoryServiceError):
+    """A model's answer that is not a list of operations: nothing of it is applied."""
+
+    code = "malformed_model_output"
+    status = 502
+
+
+@dataclass(frozen=True)
+class Operation:
+    op: str
+    memory_id: uuid.UUID | None = None
+    kind: str | None = None
+    subject: str | None = None
+    text: str | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: float | None = None
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReadMessage:
+    """A message the model was given: its public id, its conversation and when it was said."""
+
+    message_id: uuid.UUID
+    conversation_pk: int
+    created_at: datetime
+
+
+@dataclass
+class Applied:
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    merged: int = 0
+    unchanged: int = 0  # "none", or an update that changed nothing
+    refused: list[str] = field(default_factory=list)  # why each refused operation was
+    repeated: bool = False  # the read ended at or before the watermark: nothing was applied
+
+
+def messages_read(*, tenant: Tenant, conversation: Conversation, after_seq: int = 0) -> list[ReadMessage]:
+    """The conversation's persisted user and assistant turns after ``after_seq``, in order: what an
+    extractor gives its model, and so the only messages an operation may name as its sources."""
+    rows = (
+        Message.objects.for_tenant(tenant)
+        .filter(conversation=conversation, seq__gt=after_seq, role__in=("user", "assistant"))
+        .order_by("seq")
+        .values_list("message_id", "created_at")
+    )
+    return [
+        ReadMessage(message_id=message_id, conversation_pk=conversation.pk, created_at=created_at)
+        for message_id, created_at in rows
+    ]
+
+
+# --- Reading the answer ----------------------------------------------------------------------------
+
+
+def operations_parse(answer: Any) -> list[Operation]:
+    """The operations of a model's answer (``{"operations": [...]}`` or the list alone); raises
+    ``MalformedOutput`` naming the first problem, before anything is written."""
+    items = answer.get("operations") if isinstance(answer, Mapping) else answer
+    if not isinstance(items, list):
+        raise MalformedOutput('The answer is not a list of operations: expected {"operations": [...]}.')
+    if len(items) > MAX_OPERATIONS:
+        raise MalformedOutput(f"The answer holds {len(items)} operations; at most {MAX_OPERATIONS} are read.")
+    return [_operation(item, index) for index, item in enumerate(items)]
+
+
+def _operation(item: Any, index: int) -> Operation:
+    where = f"operations[{index}]"
+    if not isinstance(item, Mapping):
+        raise MalformedOutput(f"{where} is not an object.")
+    op = item.get("op")
+    if op not in OPERATIONS:
+        raise MalformedOutput(f"{where}.op is {op!r}; it must be one of {', '.join(OPERATIONS)}.")
+    if op == "none":
+        return Operation(op="none")
+    memory_id = _memory_id(item, where) if op in ("update", "delete") else None
+    kind = item.get("kind")
+    if kind is not None and kind not in MemoryKind.values:
+        raise MalformedOutput(f"{where}.kind is {kind!r}; it must be one of {', '.join(MemoryKind.values)}.")
+    if op == "add" and kind is None:
+        raise MalformedOutput(f"{where}: an add needs a kind ({', '.join(MemoryKind.values)}).")
+    subject = _text(item, "subject", where, limit=MAX_SUBJECT_CHARS, required=op == "add")
+    text = _text(item, "text", where, limit=MAX_TEXT_CHARS, required=op in ("add", "update"))
+    confidence = item.get("confidence")
+    if confidence is not None and (
+        isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1
+    ):
+        raise MalformedOutput(f"{where}.confidence is {confidence!r}; it must be a number from 0 to 1.")
+    sources = item.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(source, str) for source in sources):
+        raise MalformedOutput(f"{where}.sources must be a list of message ids.")
+    return Operation(
+        op=op,
+        memory_id=memory_id,
+        kind=kind,
+        subject=subject,
+        text=text,
+        valid_from=_when(item, "valid_from", where),
+        valid_to=_when(item, "valid_to", where),
+        confidence=None if confidence is None else float(confidence),
+        sources=tuple(sources),
+    )
+
+
+def _memory_id(item: Mapping[str, Any], where: str) -> uuid.UUID:
+    value = item.get("memory_id")
+    try:
+        return uuid.UUID(value)
+    except (AttributeError, TypeError, ValueError):
+        raise MalformedOutput(f"{where}.memory_id is {value!r}; an update or delete names a memory by its id.") from None
+
+
+def _text(item: Mapping[str, Any], name: str, where: str, *, limit: int, required: bool) -> str | None:
+    value = item.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise MalformedOutput(f"{where}.{name} must be non-empty text.")
+    try:
+        value = storable_text(" ".join(value.split()), field=f"{where}.{name}")
+    except Unstorable as error:
+        raise MalformedOutput(str(error)) from None
+    if len(value) > limit:
+        raise MalformedOutput(f"{where}.{name} is {len(value)} characters; at most {limit}.")
+    return value
+
+
+def _when(item: Mapping[str, Any], name: str, where: str) -> datetime | None:
+    """A date (``YYYY-MM-DD``, the start of that day in UTC) or an ISO 8601 time with its offset."""
+    value = item.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            return datetime.combine(date.fromisoformat(value), time(), tzinfo=UTC)
+        except ValueError:
+            pass
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return parsed
+    raise MalformedOutput(f"{where}.{name} is {value!r}; it must be a date (YYYY-MM-DD) or an ISO 8601 time with its offset.")
+
+
+# --- Applying it -----------------------------------------------------------------------------------
+
+
+def memories_apply(
+    *,
+    tenant: Tenant,
+    conversation: Conversation,
+    read_through_seq: int,
+    read: Sequence[ReadMessage],
+    operations: Iterable[Operation],
+    model: str,
+) -> Applied:
+    """Apply ``operations`` read from ``conversation``'s messages up to ``read_through_seq`` (the
+    messages given to the model: ``read``) to the memories of the conversation's user, and move the
+    conversation's watermark there; see the module's rules."""
+    user_id = conversation.user_id
+    applied = Applied()
+    read_ids = {str(message.message_id): message for message in read}
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memories:{tenant.pk}:{user_id}"])
+        watermark, _ = (
+            ExtractionWatermark.objects.for_tenant(tenant)
+            .select_for_update()
+            .get_or_create(tenant=tenant, conversation=conversation)
+        )
+        if read_through_seq <= watermark.read_through_seq:
+            applied.repeated = True
+            return applied
+        now = timezone.now()
+        for operation in operations:
+            _apply(tenant=tenant, user_id=user_id, operation=operation, read_ids=read_ids, model=model, now=now, applied=applied)
+        watermark.read_through_seq = read_through_seq
+        watermark.updated_at = now
+        watermark.save(update_fields=["read_through_seq", "updated_at"])
+    logger.info(
+        "memories_applied",
+        tenant=tenant.slug,
+        added=applied.added,
+        updated=applied.updated,
+        deleted=applied.deleted,
+        merged=applied.merged,
+        refused=len(applied.refused),
+    )
+    return applied
+
+
+def _apply(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    operation: Operation,
+    read_ids: dict[str, ReadMessage],
+    model: str,
+    now: datetime,
+    applied: Applied,
+) -> None:
+    if operation.op == "none":
+        applied.unchanged += 1
+        return
+    sources = [read_ids[source] for source in dict.fromkeys(operation.sources) if source in read_ids]
+    if operation.op in ("add", "update") and not sources:
+        applied.refused.append(f"{operation.op}: none of its sources is among the messages read")
+        return
+    if operation.op == "add":
+        _add(tenant=tenant, user_id=user_id, operation=operation, sources=sources, model=model, now=now, applied=applied)
+        return
+    memory = (
+        Memory.objects.for_tenant(tenant)
+        .filter(user_id=user_id, memory_id=operation.memory_id, valid_to__isnull=True)
+        .select_for_update()
+        .first()
+    )
+    if memory is None:
+        applied.refused.append(f"{operation.op}: {operation.memory_id} is not a current memory of this user")
+        return
+    if operation.op == "update":
+        _update(tenant=tenant, memory=memory, operation=operation, sources=sources, model=model, now=now, applied=applied)
+    else:
+        memory.valid_to = operation.valid_to or now
+        memory.updated_at = now
+        memory.save(update_fields=["valid_to", "updated_at"])
+        _change(memory, MemoryAction.DELETE, sources=sources, model=model, now=now)
+        applied.deleted += 1
+
+
+def _add(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    operation: Operation,
+    sources: list[ReadMessage],
+    model: str,
+    now: datetime,
+    applied: Applied,
+) -> None:
+    assert operation.kind
+    assert operation.subject
+    assert operation.text
+    twin = _near_duplicate(tenant=tenant, user_id=user_id, kind=operation.kind, subject=operation.subject, text=operation.text)
+    if twin is not None:
+        _join_sources(twin, sources)
+        twin.confidence = max(twin.confidence, operation.confidence or 0.0)
+        twin.updated_at = now
+        twin.save(update_fields=["message_ids", "conversation_pks", "confidence", "updated_at"])
+        _change(twin, MemoryAction.MERGE, sources=sources, model=model, now=now)
+        applied.merged += 1
+        return
+    memory = Memory(
+        tenant=tenant,
+        user_id=user_id,
+        kind=operation.kind,
+        subject=operation.subject,
+        text=operation.text,
+        valid_from=operation.valid_from or min(source.created_at for source in sources),
+        confidence=1.0 if operation.confidence is None else operation.confidence,
+        model=model,
+        created_at=now,
+        updated_at=now,
+    )
+    _join_sources(memory, sources)
+    memory.save()
+    _change(memory, MemoryAction.ADD, sources=sources, model=model, now=now)
+    applied.added += 1
+
+
+def _update(
+    *,
+    tenant: Tenant,
+    memory: Memory,
+    operation: Operation,
+    sources: list[ReadMessage],
+    model: str,
+    now: datetime,
+    applied: Applied,
+) -> None:
+    text = operation.text or memory.text
+    kind = operation.kind or memory.kind
+    subject = operation.subject or memory.subject
+    if (_normalised(text), kind, _normalised(subject)) == (_normalised(memory.text), memory.kind, _normalised(memory.subject)):
+        applied.unchanged += 1
+        return
+    previous = memory.text
+    memory.text, memory.kind, memory.subject = text, kind, subject
+    memory.valid_from = operation.valid_from or min(source.created_at for source in sources)
+    if operation.confidence is not None:
+        memory.confidence = operation.confidence
+    memory.model = model
+    memory.updated_at = now
+    _join_sources(memory, sources)
+    memory.save()
+    # The version replaced stopped holding when the new one began.
+    _change(memory, MemoryAction.UPDATE, sources=sources, model=model, now=now, previous_text=previous)
+    applied.updated += 1
+
+
+def _change(
+    memory: Memory, action: str, *, sources: list[ReadMessage], model: str, now: datetime, previous_text: str | None = None
+) -> None:
+    MemoryChange.objects.for_tenant(memory.tenant).create(
+        tenant=memory.tenant,
+        memory=memory,
+        action=action,
+        text=memory.text,
+        previous_text=previous_text,
+        valid_from=memory.valid_from,
+        valid_to=memory.valid_to,
+        confidence=memory.confidence,
+        message_ids=[source.message_id for source in sources],
+        model=model,
+        changed_at=now,
+    )
+
+
+def _join_sources(memory: Memory, sources: list[ReadMessage]) -> None:
+    memory.message_ids = list(dict.fromkeys([*memory.message_ids, *(source.message_id for source in sources)]))
+    memory.conversation_pks = sorted({*memory.conversation_pks, *(source.conversation_pk for source in sources)})
+
+
+WORDS = re.compile(r"\w+")
+
+
+def _normalised(text: str) -> str:
+    """The words of a text, case folded: what two near-duplicate statements share."""
+    return " ".join(WORDS.findall(text.casefold()))
+
+
+def _near_duplicate(*, tenant: Tenant, user_id: str, kind: str, subject: str, text: str) -> Memory | None:
+    wanted = (_normalised(subject), _normalised(text))
+    candidates = Memory.objects.for_tenant(tenant).filter(user_id=user_id, kind=kind, valid_to__isnull=True).select_for_update()
+    for memory in candidates.filter(subject__iexact=subject) or candidates:
+        if (_normalised(memory.subject), _normalised(memory.text)) == wanted:
+            return memory
+    return None
+
+
+# --- Erasing ---------------------------------------------------------------------------------------
+
+
+def conversation_memories_erase(*, tenant: Tenant, conversation_id: str, **_: Any) -> int:
+    """Erase the memories derived from a conversation's messages, their history with them (a receiver
+    of ``conversations.services.messages_cleared``, inside the erase's transaction). Returns how many."""
+    conversation = Conversation.objects.for_tenant(tenant).filter(conversation_id=conversation_id).first()
+    if conversation is None:
+        return 0
+    ExtractionWatermark.objects.for_tenant(tenant).filter(conversation=conversation).delete()
+    erased = Memory.objects.for_tenant(tenant).filter(conversation_pks__contains=[conversation.pk]).delete()[1]
+    return erased.get(Memory._meta.label, 0)
+
+
+def user_memories_erase(*, tenant: Tenant, user_id: str) -> int:
+    """Erase every memory of one user of a tenant, with its history. Returns how many."""
+    erased = Memory.objects.for_tenant(tenant).filter(user_id=user_id).delete()[1]
+    logger.info("user_memories_erased", tenant=tenant.slug, memories=erased.get(Memory._meta.label, 0))
+    return erased.get(Memory._meta.label, 0)
