@@ -221,26 +221,28 @@ def memories_apply(
     """Apply ``operations`` read from ``conversation``'s messages up to ``read_through_seq`` (the
     messages given to the model: ``read``) to the memories of the conversation's user, and move the
     conversation's watermark there; see the module's rules."""
-    user_id = conversation.user_id
-    applied = Applied()
-    read_ids = {str(message.message_id): message for message in read}
     with transaction.atomic():
+        # Every write of this user's memories queues here, so nothing below needs a row lock.
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memories:{tenant.pk}:{user_id}"])
-        watermark, _ = (
-            ExtractionWatermark.objects.for_tenant(tenant)
-            .select_for_update()
-            .get_or_create(tenant=tenant, conversation=conversation)
-        )
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memories:{tenant.pk}:{conversation.user_id}"]
+            )
+        watermark, _ = ExtractionWatermark.objects.for_tenant(tenant).get_or_create(tenant=tenant, conversation=conversation)
         if read_through_seq <= watermark.read_through_seq:
-            applied.repeated = True
-            return applied
-        now = timezone.now()
+            return Applied(repeated=True)
+        applying = _Applying(
+            tenant=tenant,
+            user_id=conversation.user_id,
+            read={str(message.message_id): message for message in read},
+            model=model,
+            now=timezone.now(),
+        )
         for operation in operations:
-            _apply(tenant=tenant, user_id=user_id, operation=operation, read_ids=read_ids, model=model, now=now, applied=applied)
+            applying.apply(operation)
         watermark.read_through_seq = read_through_seq
-        watermark.updated_at = now
+        watermark.updated_at = applying.now
         watermark.save(update_fields=["read_through_seq", "updated_at"])
+    applied = applying.applied
     logger.info(
         "memories_applied",
         tenant=tenant.slug,
@@ -253,136 +255,113 @@ def memories_apply(
     return applied
 
 
-def _apply(
-    *,
-    tenant: Tenant,
-    user_id: str,
-    operation: Operation,
-    read_ids: dict[str, ReadMessage],
-    model: str,
-    now: datetime,
-    applied: Applied,
-) -> None:
-    if operation.op == "none":
-        applied.unchanged += 1
-        return
-    sources = [read_ids[source] for source in dict.fromkeys(operation.sources) if source in read_ids]
-    if operation.op in ("add", "update") and not sources:
-        applied.refused.append(f"{operation.op}: none of its sources is among the messages read")
-        return
-    if operation.op == "add":
-        _add(tenant=tenant, user_id=user_id, operation=operation, sources=sources, model=model, now=now, applied=applied)
-        return
-    memory = (
-        Memory.objects.for_tenant(tenant)
-        .filter(user_id=user_id, memory_id=operation.memory_id, valid_to__isnull=True)
-        .select_for_update()
-        .first()
-    )
-    if memory is None:
-        applied.refused.append(f"{operation.op}: {operation.memory_id} is not a current memory of this user")
-        return
-    if operation.op == "update":
-        _update(tenant=tenant, memory=memory, operation=operation, sources=sources, model=model, now=now, applied=applied)
-    else:
-        memory.valid_to = operation.valid_to or now
-        memory.updated_at = now
-        memory.save(update_fields=["valid_to", "updated_at"])
-        _change(memory, MemoryAction.DELETE, sources=sources, model=model, now=now)
-        applied.deleted += 1
+@dataclass
+class _Applying:
+    """One apply: its user, the messages its model read (by public id), and what it did so far."""
 
+    tenant: Tenant
+    user_id: str
+    read: dict[str, ReadMessage]
+    model: str
+    now: datetime
+    applied: Applied = field(default_factory=Applied)
 
-def _add(
-    *,
-    tenant: Tenant,
-    user_id: str,
-    operation: Operation,
-    sources: list[ReadMessage],
-    model: str,
-    now: datetime,
-    applied: Applied,
-) -> None:
-    assert operation.kind
-    assert operation.subject
-    assert operation.text
-    twin = _near_duplicate(tenant=tenant, user_id=user_id, kind=operation.kind, subject=operation.subject, text=operation.text)
-    if twin is not None:
-        _join_sources(twin, sources)
-        twin.confidence = max(twin.confidence, operation.confidence or 0.0)
-        twin.updated_at = now
-        twin.save(update_fields=["message_ids", "conversation_pks", "confidence", "updated_at"])
-        _change(twin, MemoryAction.MERGE, sources=sources, model=model, now=now)
-        applied.merged += 1
-        return
-    memory = Memory(
-        tenant=tenant,
-        user_id=user_id,
-        kind=operation.kind,
-        subject=operation.subject,
-        text=operation.text,
-        valid_from=operation.valid_from or min(source.created_at for source in sources),
-        confidence=1.0 if operation.confidence is None else operation.confidence,
-        model=model,
-        created_at=now,
-        updated_at=now,
-    )
-    _join_sources(memory, sources)
-    memory.save()
-    _change(memory, MemoryAction.ADD, sources=sources, model=model, now=now)
-    applied.added += 1
+    def apply(self, operation: Operation) -> None:
+        if operation.op == "none":
+            self.applied.unchanged += 1
+            return
+        sources = [self.read[source] for source in dict.fromkeys(operation.sources) if source in self.read]
+        if operation.op in ("add", "update") and not sources:
+            self.applied.refused.append(f"{operation.op}: none of its sources is among the messages read")
+            return
+        if operation.op == "add":
+            self._add(operation, sources)
+            return
+        memory = self._memories().filter(memory_id=operation.memory_id).first()
+        if memory is None:
+            self.applied.refused.append(f"{operation.op}: {operation.memory_id} is not a current memory of this user")
+        elif operation.op == "update":
+            self._update(memory, operation, sources)
+        else:
+            memory.valid_to = operation.valid_to or self.now
+            self._save(memory, MemoryAction.DELETE, sources)
+            self.applied.deleted += 1
 
+    def _memories(self) -> Any:
+        """The user's current memories: the only ones an operation may name."""
+        return Memory.objects.for_tenant(self.tenant).filter(user_id=self.user_id, valid_to__isnull=True)
 
-def _update(
-    *,
-    tenant: Tenant,
-    memory: Memory,
-    operation: Operation,
-    sources: list[ReadMessage],
-    model: str,
-    now: datetime,
-    applied: Applied,
-) -> None:
-    text = operation.text or memory.text
-    kind = operation.kind or memory.kind
-    subject = operation.subject or memory.subject
-    if (_normalised(text), kind, _normalised(subject)) == (_normalised(memory.text), memory.kind, _normalised(memory.subject)):
-        applied.unchanged += 1
-        return
-    previous = memory.text
-    memory.text, memory.kind, memory.subject = text, kind, subject
-    memory.valid_from = operation.valid_from or min(source.created_at for source in sources)
-    if operation.confidence is not None:
-        memory.confidence = operation.confidence
-    memory.model = model
-    memory.updated_at = now
-    _join_sources(memory, sources)
-    memory.save()
-    # The version replaced stopped holding when the new one began.
-    _change(memory, MemoryAction.UPDATE, sources=sources, model=model, now=now, previous_text=previous)
-    applied.updated += 1
+    def _add(self, operation: Operation, sources: list[ReadMessage]) -> None:
+        assert operation.kind
+        assert operation.subject
+        assert operation.text
+        wanted = (_normalised(operation.subject), _normalised(operation.text))
+        twin = next(
+            (
+                memory
+                for memory in self._memories().filter(kind=operation.kind)
+                if (_normalised(memory.subject), _normalised(memory.text)) == wanted
+            ),
+            None,
+        )
+        if twin is not None:
+            twin.confidence = max(twin.confidence, operation.confidence or 0.0)
+            self._save(twin, MemoryAction.MERGE, sources)
+            self.applied.merged += 1
+            return
+        memory = Memory(
+            tenant=self.tenant,
+            user_id=self.user_id,
+            kind=operation.kind,
+            subject=operation.subject,
+            text=operation.text,
+            valid_from=operation.valid_from or min(source.created_at for source in sources),
+            confidence=1.0 if operation.confidence is None else operation.confidence,
+            model=self.model,
+            created_at=self.now,
+        )
+        self._save(memory, MemoryAction.ADD, sources)
+        self.applied.added += 1
 
+    def _update(self, memory: Memory, operation: Operation, sources: list[ReadMessage]) -> None:
+        text = operation.text or memory.text
+        kind = operation.kind or memory.kind
+        subject = operation.subject or memory.subject
+        if (_normalised(text), kind, _normalised(subject)) == (
+            _normalised(memory.text),
+            memory.kind,
+            _normalised(memory.subject),
+        ):
+            self.applied.unchanged += 1
+            return
+        previous = memory.text
+        memory.text, memory.kind, memory.subject, memory.model = text, kind, subject, self.model
+        # The version replaced stopped holding when this one began.
+        memory.valid_from = operation.valid_from or min(source.created_at for source in sources)
+        if operation.confidence is not None:
+            memory.confidence = operation.confidence
+        self._save(memory, MemoryAction.UPDATE, sources, previous_text=previous)
+        self.applied.updated += 1
 
-def _change(
-    memory: Memory, action: str, *, sources: list[ReadMessage], model: str, now: datetime, previous_text: str | None = None
-) -> None:
-    MemoryChange.objects.for_tenant(memory.tenant).create(
-        tenant=memory.tenant,
-        memory=memory,
-        action=action,
-        text=memory.text,
-        previous_text=previous_text,
-        valid_from=memory.valid_from,
-        valid_to=memory.valid_to,
-        confidence=memory.confidence,
-        message_ids=[source.message_id for source in sources],
-        model=model,
-        changed_at=now,
-    )
-
-
-def _join_sources(memory: Memory, sources: list[ReadMessage]) -> None:
-    memory.message_ids = list(dict.fromkeys([*memory.message_ids, *(source.message_id for source in sources)]))
-    memory.conversation_pks = sorted({*memory.conversation_pks, *(source.conversation_pk for source in sources)})
+    def _save(self, memory: Memory, action: str, sources: list[ReadMessage], *, previous_text: str | None = None) -> None:
+        """Save ``memory`` with ``sources`` joined to its own, and the change that made this version."""
+        memory.message_ids = list(dict.fromkeys([*memory.message_ids, *(source.message_id for source in sources)]))
+        memory.conversation_pks = sorted({*memory.conversation_pks, *(source.conversation_pk for source in sources)})
+        memory.updated_at = self.now
+        memory.save()
+        MemoryChange.objects.for_tenant(self.tenant).create(
+            tenant=self.tenant,
+            memory=memory,
+            action=action,
+            text=memory.text,
+            previous_text=previous_text,
+            valid_from=memory.valid_from,
+            valid_to=memory.valid_to,
+            confidence=memory.confidence,
+            message_ids=[source.message_id for source in sources],
+            model=self.model,
+            changed_at=self.now,
+        )
 
 
 WORDS = re.compile(r"\w+")
@@ -391,15 +370,6 @@ WORDS = re.compile(r"\w+")
 def _normalised(text: str) -> str:
     """The words of a text, case folded: what two near-duplicate statements share."""
     return " ".join(WORDS.findall(text.casefold()))
-
-
-def _near_duplicate(*, tenant: Tenant, user_id: str, kind: str, subject: str, text: str) -> Memory | None:
-    wanted = (_normalised(subject), _normalised(text))
-    candidates = Memory.objects.for_tenant(tenant).filter(user_id=user_id, kind=kind, valid_to__isnull=True).select_for_update()
-    for memory in candidates.filter(subject__iexact=subject) or candidates:
-        if (_normalised(memory.subject), _normalised(memory.text)) == wanted:
-            return memory
-    return None
 
 
 # --- Erasing ---------------------------------------------------------------------------------------

@@ -51,6 +51,17 @@ def changes_of(tenant, memory):
     return MemoryChange.objects.for_tenant(tenant).filter(memory=memory)
 
 
+def actions_of(tenant, memory):
+    return list(changes_of(tenant, memory).order_by("changed_at", "pk").values_list("action", flat=True))
+
+
+def a_memory(tenant):
+    """The memory "Caroline lives in Boston.", read from the conversation c1: (c1, the memory)."""
+    first = conversation_of(tenant, "c1")
+    apply(tenant, first, [add(source=first_source(tenant, first))])
+    return first, Memory.objects.for_tenant(tenant).get()
+
+
 def first_source(tenant, conversation):
     return str(read_of(tenant, conversation)[0].message_id)
 
@@ -154,13 +165,11 @@ def test_a_near_duplicate_joins_the_memory_it_repeats_instead_of_adding_one(tena
     assert memory.text == "Caroline lives in Boston."
     assert memory.conversation_pks == sorted([first.pk, second.pk])
     assert len(memory.message_ids) == 2
-    assert list(changes_of(tenant, memory).order_by("changed_at", "pk").values_list("action", flat=True)) == ["add", "merge"]
+    assert actions_of(tenant, memory) == ["add", "merge"]
 
 
 def test_an_update_keeps_the_version_it_replaced_and_when_it_stopped_holding(tenant):
-    first = conversation_of(tenant, "c1")
-    apply(tenant, first, [add(source=first_source(tenant, first))])
-    memory = Memory.objects.for_tenant(tenant).get()
+    first, memory = a_memory(tenant)
     moved = conversation_of(tenant, "c2", texts=("We moved to Denver in June.",))
 
     applied = apply(
@@ -189,9 +198,7 @@ def test_an_update_keeps_the_version_it_replaced_and_when_it_stopped_holding(ten
 
 
 def test_a_delete_takes_a_memory_back_without_erasing_it(tenant):
-    conversation = conversation_of(tenant)
-    apply(tenant, conversation, [add(source=first_source(tenant, conversation))])
-    memory = Memory.objects.for_tenant(tenant).get()
+    _, memory = a_memory(tenant)
     later = conversation_of(tenant, "c2", texts=("I left Boston.",))
 
     applied = apply(
@@ -212,7 +219,7 @@ def test_a_delete_takes_a_memory_back_without_erasing_it(tenant):
     assert not memory.current
     assert memory.valid_to == datetime(2023, 7, 1, tzinfo=UTC)
     assert memory.text == "Caroline lives in Boston."
-    assert list(changes_of(tenant, memory).order_by("changed_at", "pk").values_list("action", flat=True)) == ["add", "delete"]
+    assert actions_of(tenant, memory) == ["add", "delete"]
 
 
 def test_a_message_cannot_make_the_extractor_touch_another_users_or_tenants_memories(tenant, other_tenant):
