@@ -3,7 +3,7 @@ store its answer, update the memory document, answer with both.
 
 Order and what each failure leaves behind:
 
-1. The model is chosen and built first (``chat.llm``), and the context budget is checked: no model
+1. The model is chosen and built first (``tenants.chat_models``), and the context budget is checked: no model
    configured (503 naming ``MEMORY_CHAT_MODEL``), a model that cannot be set up (503) or a system
    prompt and message over the budget (400) store nothing.
 2. The user's message is appended like any other (durable when stored: a 201 means durable); its
@@ -49,14 +49,14 @@ from django.conf import settings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, messages_from_dict
 
-from chat import llm, runs
+from chat import runs
 from conversations import context, selectors, services, tokens
 from conversations.models import Message
 from core.exceptions import LimitExceeded, MemoryServiceError
 from core.storable import cleaned_json, cleaned_text, storable_json
 from memory import context as memory_context
 from summaries import summarizer
-from tenants import egress
+from tenants import chat_models, egress
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -111,7 +111,7 @@ class Turn:
     tenant: Tenant
     conversation_id: str
     chat: ChatInput
-    settings: llm.ChatSettings
+    settings: chat_models.ChatSettings
     model: BaseChatModel
     user_message: dict[str, Any]
     prompt: list[BaseMessage] = field(default_factory=list)
@@ -145,8 +145,8 @@ class Turn:
 
 def chat_begin(*, tenant: Tenant, conversation_id: str, chat: ChatInput) -> Turn:
     """Steps 1 to 3: choose the model, store the user's message, build the prompt."""
-    chosen = llm.chat_settings(tenant, model=chat.model, temperature=chat.temperature, max_tokens=chat.max_tokens)
-    model = llm.chat_model(tenant, chosen)
+    chosen = chat_models.chat_settings(tenant, model=chat.model, temperature=chat.temperature, max_tokens=chat.max_tokens)
+    model = chat_models.chat_model(tenant, chosen)
     context_request = _context_request(tenant, chat)
     try:
         context.build(history=[], request=context_request)

@@ -488,6 +488,15 @@ def backend_status() -> dict[str, Any]:
     return status
 
 
+# Sections the features above conversations add to a tenant's status (name -> function of the
+# tenant), registered when their app is ready (``status_section_register``).
+STATUS_SECTIONS: dict[str, Callable[[Tenant], dict[str, Any]]] = {}
+
+
+def status_section_register(name: str, section: Callable[[Tenant], dict[str, Any]]) -> None:
+    STATUS_SECTIONS[name] = section
+
+
 def tenant_status(*, tenant: Tenant) -> dict[str, Any]:
     """What a tenant's key may learn of the service: whether each backend answers (no error text, no
     latency), and the tenant's own figures (its cache lookups in this process, its conversations
@@ -511,6 +520,11 @@ def tenant_status(*, tenant: Tenant) -> dict[str, Any]:
         except DatabaseError:
             fallback_sessions = None
     status["flags"] = _flags(status, fallback_sessions)
+    for name, section in STATUS_SECTIONS.items():
+        try:
+            status[name] = section(tenant)
+        except DatabaseError:
+            status[name] = None  # PostgreSQL does not answer: the database's own section says so
     return status
 
 

@@ -6,8 +6,11 @@ class ExtractionConfig(AppConfig):
     verbose_name = "Extracted memories"
 
     def ready(self) -> None:
+        from conversations.selectors import status_section_register
         from conversations.services import messages_cleared
-        from extraction import services
+        from extraction import selectors, services
 
         # Memories derived from a conversation's messages go with them (their history by cascade).
         messages_cleared.connect(services.conversation_memories_erase, dispatch_uid="conversation_memories_erase")
+        # A tenant's status says whether memories are extracted for it, and its usage of the day.
+        status_section_register("extraction", selectors.tenant_extraction_status)

@@ -10,6 +10,9 @@ erased by a delete). ``message_ids`` are the public ids of the messages it was r
 from it. Every change adds a ``MemoryChange`` holding the version it made and the text it replaced,
 so a superseded statement is never lost; only an erase removes history.
 
+``ExtractionUsage`` counts, per tenant and UTC day, the extractor's model calls and tokens (what its
+daily bounds are held to), the reads the bounds skipped and the ones that failed for good.
+
 ``ExtractionWatermark`` is how far the extractor has read a conversation (its ``read_through_seq``):
 applying a read of turns already read changes nothing. Tenant-owned models refuse unscoped queries
 (``tenants.managers``).
@@ -48,6 +51,9 @@ class Memory(models.Model):
     message_ids = ArrayField(models.UUIDField(), default=list)
     conversation_pks = ArrayField(models.BigIntegerField(), default=list)
     model = models.CharField(max_length=200, blank=True, default="")
+    # The text's vector (unit float32, little-endian) under ``embedding_model``, for search.
+    embedding = models.BinaryField(null=True, blank=True, editable=False)
+    embedding_model = models.CharField(max_length=200, blank=True, default="", editable=False)
     # Set by the services, not auto_now: a memory and its change of one apply share one instant.
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -118,3 +124,26 @@ class ExtractionWatermark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id} read through {self.read_through_seq}"
+
+
+class ExtractionUsage(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()  # UTC
+    calls = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveBigIntegerField(default=0)
+    turns_read = models.PositiveIntegerField(default=0)
+    # Reads a daily bound put off (their turns stay unread, and are read once the bound allows).
+    skipped_reads = models.PositiveIntegerField(default=0)
+    skipped_turns = models.PositiveIntegerField(default=0)
+    failed_calls = models.PositiveIntegerField(default=0)  # each failed attempt, retried or not
+    dead_letters = models.PositiveIntegerField(default=0)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "extraction_usage"
+        constraints = [models.UniqueConstraint(fields=["tenant", "day"], name="extraction_usage_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.day}: {self.calls} calls, {self.tokens} tokens"

@@ -44,9 +44,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
-from core.exceptions import MemoryServiceError, Unstorable
+from core.exceptions import MemoryServiceError, NotFound, Unstorable
 from core.storable import storable_text
 from extraction.models import ExtractionWatermark, Memory, MemoryAction, MemoryChange, MemoryKind
+from search import embeddings
+from search.embeddings import speaker_of
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -79,11 +81,16 @@ class Operation:
 
 @dataclass(frozen=True)
 class ReadMessage:
-    """A message the model was given: its public id, its conversation and when it was said."""
+    """A message the model was given: its public id, its conversation and when it was said, and what
+    the prompt shows of it (its place, role, speaker and text)."""
 
     message_id: uuid.UUID
     conversation_pk: int
     created_at: datetime
+    seq: int = 0
+    role: str = "user"
+    speaker: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -97,18 +104,29 @@ class Applied:
     repeated: bool = False  # the read ended at or before the watermark: nothing was applied
 
 
-def messages_read(*, tenant: Tenant, conversation: Conversation, after_seq: int = 0) -> list[ReadMessage]:
-    """The conversation's persisted user and assistant turns after ``after_seq``, in order: what an
-    extractor gives its model, and so the only messages an operation may name as its sources."""
-    rows = (
-        Message.objects.for_tenant(tenant)
-        .filter(conversation=conversation, seq__gt=after_seq, role__in=("user", "assistant"))
-        .order_by("seq")
-        .values_list("message_id", "created_at")
-    )
+def messages_read(
+    *, tenant: Tenant, conversation: Conversation, after_seq: int = 0, through_seq: int | None = None, limit: int | None = None
+) -> list[ReadMessage]:
+    """The conversation's persisted user and assistant turns after ``after_seq`` (through
+    ``through_seq``, at most ``limit`` of them), in order: what an extractor gives its model, and so
+    the only messages an operation may name as its sources."""
+    rows = Message.objects.for_tenant(tenant).filter(conversation=conversation, seq__gt=after_seq, role__in=("user", "assistant"))
+    if through_seq is not None:
+        rows = rows.filter(seq__lte=through_seq)
+    rows = rows.order_by("seq").values_list("message_id", "created_at", "seq", "role", "metadata", "content")
+    if limit is not None:
+        rows = rows[:limit]
     return [
-        ReadMessage(message_id=message_id, conversation_pk=conversation.pk, created_at=created_at)
-        for message_id, created_at in rows
+        ReadMessage(
+            message_id=message_id,
+            conversation_pk=conversation.pk,
+            created_at=created_at,
+            seq=seq,
+            role=role,
+            speaker=speaker_of(role, metadata),
+            text=content or "",
+        )
+        for message_id, created_at, seq, role, metadata, content in rows
     ]
 
 
@@ -217,18 +235,17 @@ def memories_apply(
     read: Sequence[ReadMessage],
     operations: Iterable[Operation],
     model: str,
+    replay: bool = False,
 ) -> Applied:
     """Apply ``operations`` read from ``conversation``'s messages up to ``read_through_seq`` (the
     messages given to the model: ``read``) to the memories of the conversation's user, and move the
-    conversation's watermark there; see the module's rules."""
+    conversation's watermark there; see the module's rules. A ``replay`` (a dead letter's read, already
+    behind the watermark) is applied whatever the watermark and leaves it where it is: its adds merge
+    with what an earlier replay wrote."""
     with transaction.atomic():
-        # Every write of this user's memories queues here, so nothing below needs a row lock.
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memories:{tenant.pk}:{conversation.user_id}"]
-            )
+        _user_lock(tenant, conversation.user_id)
         watermark, _ = ExtractionWatermark.objects.for_tenant(tenant).get_or_create(tenant=tenant, conversation=conversation)
-        if read_through_seq <= watermark.read_through_seq:
+        if read_through_seq <= watermark.read_through_seq and not replay:
             return Applied(repeated=True)
         applying = _Applying(
             tenant=tenant,
@@ -239,9 +256,10 @@ def memories_apply(
         )
         for operation in operations:
             applying.apply(operation)
-        watermark.read_through_seq = read_through_seq
-        watermark.updated_at = applying.now
-        watermark.save(update_fields=["read_through_seq", "updated_at"])
+        if read_through_seq > watermark.read_through_seq:
+            watermark.read_through_seq = read_through_seq
+            watermark.updated_at = applying.now
+            watermark.save(update_fields=["read_through_seq", "updated_at"])
     applied = applying.applied
     logger.info(
         "memories_applied",
@@ -336,6 +354,7 @@ class _Applying:
             return
         previous = memory.text
         memory.text, memory.kind, memory.subject, memory.model = text, kind, subject, self.model
+        memory.embedding, memory.embedding_model = None, ""  # embedded again by the extraction that wrote it
         # The version replaced stopped holding when this one began.
         memory.valid_from = operation.valid_from or min(source.created_at for source in sources)
         if operation.confidence is not None:
@@ -370,6 +389,118 @@ WORDS = re.compile(r"\w+")
 def _normalised(text: str) -> str:
     """The words of a text, case folded: what two near-duplicate statements share."""
     return " ".join(WORDS.findall(text.casefold()))
+
+
+# --- Vectors, for search ---------------------------------------------------------------------------
+
+
+def memories_embed(*, tenant: Tenant, user_id: str) -> int:
+    """Embed the user's memories that have no vector of the tenant's model (best effort). Returns how many."""
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL") or ""
+    if not model:
+        return 0
+    missing = list(
+        Memory.objects.for_tenant(tenant)
+        .filter(user_id=user_id)
+        .exclude(embedding_model=model)
+        .values_list("pk", "subject", "text")[:1_000]
+    )
+    if not missing:
+        return 0
+    try:
+        matrix = embeddings.embed_documents(model, [f"{subject}: {text}" for _, subject, text in missing])
+    except Exception as error:  # found by its words until the next run embeds it
+        logger.warning("memory_embedding_failed", tenant=tenant.slug, model=model, error=repr(error))
+        return 0
+    for (pk, _, text), row in zip(missing, matrix, strict=True):
+        # Only if the text is still the one embedded: a correction meanwhile is embedded next time.
+        Memory.objects.for_tenant(tenant).filter(pk=pk, text=text).update(
+            embedding=embeddings.to_bytes(row), embedding_model=model
+        )
+    return len(missing)
+
+
+# --- An operator's or a client's corrections ---------------------------------------------------------
+
+# What a correction may change, and the model recorded with it (``by``: "api", "admin:<username>").
+CORRECTABLE = ("kind", "subject", "text", "valid_from", "valid_to", "confidence")
+
+
+class MemoryNotFound(NotFound):
+    pass
+
+
+class InvalidCorrection(MemoryServiceError):
+    """A correction naming a field it cannot change or a value a memory cannot hold: nothing is written."""
+
+    code = "validation_error"
+    status = 400
+
+
+def memory_correct(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, changes: Mapping[str, Any], by: str) -> Memory:
+    """Correct one memory of a user by hand: its ``changes`` (of ``CORRECTABLE``, checked as a model's
+    are) made, the version replaced kept as history (an ``update`` change recorded as made by ``by``).
+    Setting ``valid_to`` takes it back as a delete would; clearing it (None) makes it current again."""
+    unknown = sorted(set(changes) - set(CORRECTABLE))
+    if unknown:
+        raise InvalidCorrection(
+            f"A correction changes {', '.join(CORRECTABLE)}; not {', '.join(unknown)}.", details={"fields": unknown}
+        )
+    with transaction.atomic():
+        _user_lock(tenant, user_id)
+        memory = Memory.objects.for_tenant(tenant).filter(user_id=user_id, memory_id=memory_id).first()
+        if memory is None:
+            raise MemoryNotFound(f"User {user_id!r} has no memory {memory_id}.")
+        item = {key: value for key, value in changes.items() if key != "valid_to"}
+        try:
+            checked = _operation({"op": "update", "memory_id": str(memory_id), "text": memory.text, **item}, 0)
+            valid_to = _when(changes, "valid_to", "memory")
+        except MalformedOutput as error:
+            raise InvalidCorrection(error.message.replace("operations[0].", "")) from None
+        previous = memory.text
+        memory.kind = checked.kind or memory.kind
+        memory.subject = checked.subject or memory.subject
+        memory.text = checked.text or memory.text
+        memory.valid_from = checked.valid_from or memory.valid_from
+        if checked.confidence is not None:
+            memory.confidence = checked.confidence
+        if "valid_to" in changes:
+            memory.valid_to = valid_to
+        memory.model = by
+        if memory.text != previous:
+            memory.embedding, memory.embedding_model = None, ""  # embedded again below
+        now = timezone.now()
+        memory.updated_at = now
+        memory.save()
+        MemoryChange.objects.for_tenant(tenant).create(
+            tenant=tenant,
+            memory=memory,
+            action=MemoryAction.DELETE if memory.valid_to is not None and "valid_to" in changes else MemoryAction.UPDATE,
+            text=memory.text,
+            previous_text=previous,
+            valid_from=memory.valid_from,
+            valid_to=memory.valid_to,
+            confidence=memory.confidence,
+            message_ids=[],
+            model=by,
+            changed_at=now,
+        )
+    logger.info("memory_corrected", tenant=tenant.slug, memory=str(memory_id), by=by, fields=sorted(changes))
+    memories_embed(tenant=tenant, user_id=user_id)
+    return memory
+
+
+def memory_invalidate(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, by: str) -> Memory:
+    """Take one memory back (``valid_to`` now, its history kept), as an extractor's delete does."""
+    return memory_correct(
+        tenant=tenant, user_id=user_id, memory_id=memory_id, changes={"valid_to": timezone.now().isoformat()}, by=by
+    )
+
+
+def _user_lock(tenant: Tenant, user_id: str) -> None:
+    """Every write of one user's memories queues here (transaction-scoped), so none needs a row lock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"memories:{tenant.pk}:{user_id}"])
 
 
 # --- Erasing ---------------------------------------------------------------------------------------

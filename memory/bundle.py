@@ -6,12 +6,15 @@ Contract
 the query (``context``: ``search``'s best ``top_k``, best first, with similarity, timestamp,
 conversation and speaker; ``filters``, the search filters of ``search.filters``, narrow what it may
 find), the recent messages (the last 6 question/answer pairs), the newest summaries (``summaries``),
-the user's facts (``memories``) and the query embedding's dimension. Beside the bundle it answers
+the user's facts (``memories``), the user's current extracted memories best matching the query
+(``extracted_memories``, up to ``EXTRACTED``, with their kind, subject and date) and the query
+embedding's dimension. Beside the bundle it answers
 the deeper list the context spends its budget on: up to ``RELEVANT_MESSAGES`` hits, the best
 ``WITH_NEIGHBOURS`` with the turns just before and after them.
 
 ``relevant_context_block`` is what the context endpoint adds to the system message, within the
-tokens it is given: the summaries and the facts (each at most ``SHARE`` of them, whole lines), then
+tokens it is given: the summaries and the facts (each at most ``SHARE`` of them, whole lines), the
+extracted memories, best first, dated (at most ``EXTRACTED_SHARE``), then
 the relevant messages, each whole or not at all, best first, rendered by conversation in the order
 they were said, under the conversation's date and weekday, as ``Speaker: text``. A question about
 the past is answered by the turns that hold the answer, with who said them and when, not by a
@@ -36,6 +39,7 @@ from django.db.models import Q
 from conversations import tokens
 from conversations.models import Message
 from core.exceptions import NotFound
+from extraction.selectors import memories_for_context
 from facts.selectors import facts_for_context
 from search.embeddings import EmbeddingModelError, speaker_of
 from search.filters import SearchFilters
@@ -48,6 +52,10 @@ logger = structlog.get_logger(__name__)
 RECENT_PAIRS = 6
 SUMMARIES = 3
 FACTS = 8
+# The extracted memories a bundle holds (the best for the query) and the most of the context's
+# memory tokens they may take: dense statements, each standing for turns the budget could not hold.
+EXTRACTED = 30
+EXTRACTED_SHARE = 0.25
 # The relevant past a context may hold: the best hits, the best few with the turns beside them, and
 # the most of the memory's tokens the summaries and the facts may each take.
 RELEVANT_MESSAGES = 100
@@ -124,6 +132,13 @@ def memory_bundle(
     except DatabaseError as error:
         logger.warning("memory_facts_unavailable", tenant=tenant.slug, error=repr(error))
         unavailable.append("memories")
+    extracted: list[dict[str, Any]] = []
+    if user_id:
+        try:
+            extracted = memories_for_context(tenant=tenant, user_id=user_id, query=query, limit=EXTRACTED)
+        except (DatabaseError, EmbeddingModelError) as error:
+            logger.warning("extracted_memories_unavailable", tenant=tenant.slug, error=repr(error))
+            unavailable.append("extracted_memories")
     relevant = similar[: max(wanted, RELEVANT_MESSAGES)]
     if relevant:
         try:
@@ -137,6 +152,7 @@ def memory_bundle(
             tenant=tenant, conversation_id=conversation_id, user_id=user_id or None, limit=SUMMARIES
         ),
         "memories": facts,
+        "extracted_memories": extracted,
         "query_embedding_dim": dimensions,
         "unavailable": unavailable,
     }
@@ -222,6 +238,10 @@ def _relevant_sections(bundle: dict[str, Any]) -> list[tuple[str, list[str]]]:
             [f"- {_cut(s['summary'], summary_chars)}" for s in bundle["summaries"][:summary_items]],
         ),
         ("Stored user facts", [f"- {fact['key']}: {fact['value']}" for fact in bundle["memories"][:fact_items]]),
+        (
+            "Memories from earlier conversations",
+            [_memory_line(memory) for memory in bundle.get("extracted_memories", [])[:fact_items]],
+        ),
         ("Relevant earlier messages", _similar_lines(bundle["context"])),
     ]
 
@@ -235,6 +255,12 @@ def relevant_context_block(bundle: dict[str, Any], relevant: list[dict[str, Any]
     sections = [
         ("Summaries of earlier conversation", _lines_within([f"- {s['summary']}" for s in bundle["summaries"]], share)),
         ("Stored user facts", _lines_within([f"- {fact['key']}: {fact['value']}" for fact in bundle["memories"]], share)),
+        (
+            "Memories from earlier conversations",
+            _lines_within(
+                [_memory_line(memory) for memory in bundle.get("extracted_memories", [])], int(max_tokens * EXTRACTED_SHARE)
+            ),
+        ),
     ]
     sections = [(title, lines) for title, lines in sections if lines]
     spent = sum(tokens.count(f"{title}:\n" + "\n".join(lines)) + 2 for title, lines in sections)
@@ -257,6 +283,13 @@ def relevant_context_block(bundle: dict[str, Any], relevant: list[dict[str, Any]
         sections = [(title, lines) for title, lines in sections if lines]
         text = render(chosen)
     return text
+
+
+def _memory_line(memory: dict[str, Any]) -> str:
+    """``- [event, 8 May 2023] Caroline went to a support group.``: the kind, and the date it holds from."""
+    when = datetime.fromisoformat(memory["valid_from"]) if memory.get("valid_from") else None
+    dated = f", {when.day} {when:%B %Y}" if when else ""
+    return f"- [{memory['kind']}{dated}] {' '.join(memory['text'].split())}"
 
 
 def _lines_within(lines: list[str], budget: int) -> list[str]:

@@ -32,6 +32,7 @@ urlpatterns = [
     path("api/v1/", include("search.api.urls")),
     path("api/v1/", include("summaries.api.urls")),
     path("api/v1/", include("facts.api.urls")),
+    path("api/v1/", include("extraction.api.urls")),
     path("api/v1/", include("chat.api.urls")),
     path("api/v1/", include("store.api.urls")),
     path("api/v1/", include("mcp_server.api.urls")),

@@ -90,7 +90,7 @@ def provider_credential_delete(*, tenant: Tenant, provider: str) -> bool:
 
 
 def provider_credential_secret(*, tenant: Tenant, provider: str) -> str | None:
-    """The decrypted credential, for the one caller that hands it to the provider (``chat.llm``).
+    """The decrypted credential, for the one caller that hands it to the provider (``tenants.chat_models``).
 
     Its encrypted form is cached in Redis beside the key records (``MEMORY_AUTH_CACHE_TTL``), so a
     chat needs no PostgreSQL round trip and goes on while PostgreSQL is down; the

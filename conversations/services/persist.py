@@ -27,7 +27,7 @@ from conversations.services.lifecycle import _conversation_create
 from conversations.services.messages import MESSAGE_COLUMNS, _same_message, message_from_values
 from conversations.services.publish import _Relay, _Waiting
 from core import storable
-from core.exceptions import Conflict
+from core.exceptions import Conflict, ServiceUnavailable
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -353,7 +353,11 @@ def _settle_failed(*, payload: dict[str, Any], error: str) -> None:
     tasks.cache_repair_sweep.apply_async(countdown=5)
 
 
-DERIVED_TASKS = ("search.tasks.conversation_embed", "summaries.tasks.conversation_summarize")
+DERIVED_TASKS = (
+    "search.tasks.conversation_embed",
+    "summaries.tasks.conversation_summarize",
+    "extraction.tasks.conversation_extract",
+)
 
 
 # How long a derived task counts as queued for its conversation: past it, a write queues it again.
@@ -403,19 +407,32 @@ def _tenant_id_of(payload: Any) -> int | None:
 
 
 def dead_letter_replay(*, dead_letter: DeadLetter) -> None:
-    """Publish a dead letter's task again; its payload is idempotent, so replaying twice is safe."""
+    """Publish a dead letter's task again; its payload is idempotent, so replaying twice is safe.
+
+    A write (persist) is published as it was, confirmed by the broker; a derived task (one of
+    ``DERIVED_TASKS``, whose payload is its keyword arguments) goes back to the derived queue."""
     from conversations import tasks
 
-    task = {
-        "conversations.tasks.messages_persist": tasks.messages_persist,
-        "conversations.tasks.memory_persist": tasks.memory_persist,
-    }[dead_letter.task_name]
     if storable.RECORDED_AS_TEXT in dead_letter.payload:
         raise Conflict(
             f"Dead letter {dead_letter.pk} holds values PostgreSQL cannot store (kept as JSON text): edit its payload "
             "into storable JSON before replaying it.",
             details={"dead_letter": dead_letter.pk},
         )
-    publish.publish(task, dead_letter.payload)
+    writes = {
+        "conversations.tasks.messages_persist": tasks.messages_persist,
+        "conversations.tasks.memory_persist": tasks.memory_persist,
+    }
+    if dead_letter.task_name in writes:
+        publish.publish(writes[dead_letter.task_name], dead_letter.payload)
+    elif dead_letter.task_name in DERIVED_TASKS:
+        try:
+            current_app.send_task(dead_letter.task_name, kwargs=dead_letter.payload, queue=settings.MEMORY_DERIVED_QUEUE)
+        except Exception as error:  # the broker refused
+            raise ServiceUnavailable(f"The broker refused dead letter {dead_letter.pk}'s task: {error!r}", retry_after=5) from error
+    else:
+        raise Conflict(
+            f"Dead letter {dead_letter.pk}'s task {dead_letter.task_name} cannot be replayed.", details={"dead_letter": dead_letter.pk}
+        )
     DeadLetter.unscoped.filter(pk=dead_letter.pk).update(replayed_at=timezone.now())  # operator action
     logger.info("dead_letter_replayed", dead_letter=dead_letter.pk, task=dead_letter.task_name)

@@ -105,6 +105,7 @@ class ContextOutSerializer(serializers.Serializer):
     checkpoint = serializers.DictField(required=False, allow_null=True, help_text="With checkpoint_namespace: the latest one.")
     memory = serializers.DictField(
         required=False,
-        help_text="With use_memory: the memory bundle (context, recent_messages, summaries, memories, query_embedding_dim).",
+        help_text="With use_memory: the memory bundle (context, recent_messages, summaries, memories (the user's facts), "
+        "extracted_memories, query_embedding_dim, unavailable).",
     )
     rendered_prompt = serializers.CharField(required=False, help_text="With use_memory: the prompt assembled from the bundle.")

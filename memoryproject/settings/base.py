@@ -356,6 +356,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     # Conversations idle for longer than their tenant's MEMORY_RETENTION_DAYS.
     "retention-sweep": {"task": "conversations.tasks.retention_sweep", "schedule": 3600.0},
+    # Conversations gone quiet with turns the extractor has not read (MEMORY_EXTRACTION_QUIET_SECONDS).
+    "extraction-quiet-sweep": {
+        "task": "extraction.tasks.quiet_sweep",
+        "schedule": 60.0,
+        "options": {"queue": MEMORY_DERIVED_QUEUE},
+    },
     # LangGraph store items past their TTL (each write also sweeps its tenant's).
     "store-ttl-sweep": {"task": "store.tasks.store_sweep", "schedule": 300.0},
 }
@@ -590,6 +596,32 @@ MEMORY_CHAT_THREAD_SHARE = env.float("MEMORY_CHAT_THREAD_SHARE", default=0.5)
 # when set, base_url and api_key.
 MEMORY_CHAT_PROVIDERS = env.dict("MEMORY_CHAT_PROVIDERS", default={})
 
+# --- Extracted memories (extraction/) -------------------------------------------------------------
+# Extraction is opt-in: with it on (per tenant, in its settings), the derived workers have the
+# tenant's chat model (MEMORY_CHAT_MODEL) read each user's new turns and keep what they say about the
+# user and the people they name as memories. Off, or without a chat model, nothing is extracted.
+MEMORY_EXTRACTION_ENABLED = env.bool("MEMORY_EXTRACTION_ENABLED", default=False)
+# Another model of MEMORY_CHAT_MODEL's provider and server for extraction, by its name (e.g.
+# "gpt-4o-mini"; "": MEMORY_CHAT_MODEL's own).
+MEMORY_EXTRACTION_MODEL = env.str("MEMORY_EXTRACTION_MODEL", default="")
+# A conversation is read once this many new user and assistant turns are persisted...
+MEMORY_EXTRACTION_BATCH_TURNS = env.int("MEMORY_EXTRACTION_BATCH_TURNS", default=10)
+# ...or once it has been quiet this many seconds with turns not yet read (0: only by batches).
+MEMORY_EXTRACTION_QUIET_SECONDS = env.int("MEMORY_EXTRACTION_QUIET_SECONDS", default=300)
+# The most new turns one model call reads (a longer backlog is read in several calls, in order).
+MEMORY_EXTRACTION_MAX_TURNS = env.int("MEMORY_EXTRACTION_MAX_TURNS", default=40)
+# The user's existing memories given to the model with the new turns (the most related ones).
+MEMORY_EXTRACTION_RELATED = env.int("MEMORY_EXTRACTION_RELATED", default=30)
+# Seconds one extraction call may take before it counts as failed.
+MEMORY_EXTRACTION_TIMEOUT = env.float("MEMORY_EXTRACTION_TIMEOUT", default=60.0)
+# Attempts after the first for a model that fails, times out or answers what cannot be applied
+# (exponential backoff up to MEMORY_RETRY_BACKOFF_MAX seconds between them); then a dead letter.
+MEMORY_EXTRACTION_MAX_RETRIES = env.int("MEMORY_EXTRACTION_MAX_RETRIES", default=4)
+# Per tenant and UTC day: extraction calls and tokens (prompt and answer) at most (0: no bound).
+# Past either, reads are skipped (counted, and read again the next day: nothing is lost).
+MEMORY_EXTRACTION_DAILY_CALLS = env.int("MEMORY_EXTRACTION_DAILY_CALLS", default=2_000)
+MEMORY_EXTRACTION_DAILY_TOKENS = env.int("MEMORY_EXTRACTION_DAILY_TOKENS", default=4_000_000)
+
 # --- Secrets and egress ---------------------------------------------------------------------------
 # Networks (CIDRs) and host names a tenant's own URLs (MEMORY_CHAT_BASE_URL) may reach although the
 # egress policy (tenants/egress.py) refuses them: a self-hosted model server on a private network.
@@ -640,6 +672,14 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_CHAT_TIMEOUT",
     "MEMORY_CHAT_MAX_RETRIES",
     "MEMORY_CHAT_MAX_CONCURRENT_PER_TENANT",
+    "MEMORY_EXTRACTION_ENABLED",
+    "MEMORY_EXTRACTION_MODEL",
+    "MEMORY_EXTRACTION_BATCH_TURNS",
+    "MEMORY_EXTRACTION_QUIET_SECONDS",
+    "MEMORY_EXTRACTION_MAX_TURNS",
+    "MEMORY_EXTRACTION_RELATED",
+    "MEMORY_EXTRACTION_DAILY_CALLS",
+    "MEMORY_EXTRACTION_DAILY_TOKENS",
 )
 
 # --- Logging: structured (structlog), one JSON object a line --------------------------------------

@@ -294,7 +294,7 @@ def test_the_command_asks_on_a_terminal_without_echo(tenant, monkeypatch):
 
 
 def test_a_provider_is_spelled_one_way_in_the_model_setting_and_in_its_credential(tenant):
-    from chat.llm import parse_spec
+    from tenants.chat_models import parse_spec
 
     credential = services.provider_credential_set(tenant=tenant, provider="Google-GenAI", secret=SECRET)
 

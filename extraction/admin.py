@@ -1,0 +1,533 @@
+"""The operators' admin for extracted memories: find a user's memories, read where each came from and
+how it changed, correct one, take one back; and the extractor's daily usage.
+
+Scoped like every tenant-owned admin (``TenantScopedAdmin``): staff of a tenant see and act on that
+tenant's memories only, and another tenant's memory by URL is a 404.
+
+- **Correcting** goes through ``services.memory_correct`` as ``admin:<username>``, never a plain
+  save: the version replaced stays in the history, and the service's checks are the form's. The form
+  makes the correction as its last check (``MemoryCorrectionForm``), so a refusal is shown on the form
+  with nothing written, and the admin log entry commits with the correction (the admin's change form
+  runs in one transaction).
+- **Deleting** (the delete page and the "invalidate" action that replaces the stock delete action)
+  takes a memory back through ``services.memory_invalidate``: it is no longer current and is kept,
+  with its history. No admin page erases a memory: erasing a user or a conversation through the API
+  does, with everything read from them.
+- **Adding** is not offered: memories are what an extractor read from a conversation.
+
+A memory's page links each message it was read from to its conversation's transcript, at the page
+and the message (``#seq-<n>``); the messages are found in one query, however many there are.
+"""
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Count, Model, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Substr
+from django.forms import ModelForm
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template import Template, engines
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
+
+from conversations.admin import TRANSCRIPT_PAGE_SIZE
+from conversations.models import Message
+from core.exceptions import MemoryServiceError
+from core.forms import StorableModelForm
+from extraction import services
+from extraction.models import ExtractionUsage, Memory, MemoryChange
+from tenants.admin import TenantScopedAdmin
+
+PREVIEW_CHARS = 80
+MESSAGE_PREVIEW_CHARS = 120
+# The newest changes a memory's page shows; a memory merged again and again has many.
+HISTORY_ON_PAGE = 100
+# The memories one confirmation of the "invalidate" action lists and takes back.
+INVALIDATE_LIMIT = 1000
+
+
+def _preview(text: str | None, chars: int = PREVIEW_CHARS) -> str:
+    return "" if text is None else Truncator(text).chars(chars)
+
+
+def _moment(value: datetime | None) -> str:
+    return "" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _actor(request: HttpRequest) -> str:
+    """The model a change made in the admin is recorded with."""
+    return f"admin:{request.user.get_username()}"
+
+
+# --- The messages a memory was read from ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceMessage:
+    """A message a memory was read from, as its conversation's transcript shows it."""
+
+    message_id: uuid.UUID
+    conversation_id: str
+    seq: int
+    role: str
+    created_at: datetime
+    preview: str
+    url: str  # the conversation's page, at the transcript page that holds the message, anchored at it
+
+
+def _source_messages(memory: Memory) -> dict[uuid.UUID, list[SourceMessage]]:
+    """The messages of ``memory.message_ids`` still stored, by id, read once per memory and kept on it.
+
+    A message id is unique within its conversation only, so an id is looked up within the memory's
+    conversations (``conversation_pks``: its sources' and its changes' alike), and may name one message
+    in each. The transcript pages by position among the conversation's persisted messages, oldest
+    first; each message's position is counted in the same query.
+    """
+    found = getattr(memory, "_source_messages", None)
+    if found is not None:
+        return found
+    # The memory was found through the scoped queryset: its messages are read within its tenant.
+    messages_of_tenant = Message.objects.for_tenant(memory.tenant_id)
+    position = (
+        messages_of_tenant.filter(conversation=OuterRef("conversation"), seq__lte=OuterRef("seq"))
+        .order_by()
+        .values("conversation")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    rows = (
+        messages_of_tenant.filter(conversation__in=memory.conversation_pks, message_id__in=memory.message_ids)
+        .annotate(position=Subquery(position), preview=Substr("content", 1, MESSAGE_PREVIEW_CHARS + 1))
+        .order_by("conversation", "seq")
+        .values_list(
+            "message_id", "conversation", "conversation__conversation_id", "seq", "role", "created_at", "preview", "position"
+        )
+    )
+    found = {}
+    for message_id, conversation_pk, conversation_id, seq, role, created_at, preview, position in rows:
+        page = -(-position // TRANSCRIPT_PAGE_SIZE)
+        url = reverse("admin:conversations_conversation_change", args=[conversation_pk]) + f"?page={page}#seq-{seq}"
+        found.setdefault(message_id, []).append(
+            SourceMessage(message_id, conversation_id, seq, role, created_at, _preview(preview, MESSAGE_PREVIEW_CHARS), url)
+        )
+    memory._source_messages = found
+    return found
+
+
+def _message_links(memory: Memory, message_ids: Iterable[uuid.UUID]) -> str:
+    """Short links to ``message_ids`` ("c1 #3"); an id no longer stored is shown as such."""
+    found = _source_messages(memory)
+    links = []
+    for message_id in message_ids:
+        links += [
+            format_html('<a href="{}" class="memory-source" title="{}">{} #{}</a>', m.url, m.preview, m.conversation_id, m.seq)
+            for m in found.get(message_id, [])
+        ] or [format_html('<code title="no longer stored">{}</code>', message_id)]
+    return format_html_join(", ", "{}", ((link,) for link in links))
+
+
+# --- Memories ----------------------------------------------------------------------------------------
+
+
+class CurrentFilter(admin.SimpleListFilter):
+    title = "current"
+    parameter_name = "current"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        return [("yes", "Current"), ("no", "Taken back (valid to set)")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "yes":
+            return queryset.filter(valid_to__isnull=True)
+        if self.value() == "no":
+            return queryset.filter(valid_to__isnull=False)
+        return queryset
+
+
+class MemoryChangeList(ChangeList):
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
+        # The sources are not shown in the list and grow with every merge.
+        return super().get_queryset(request, exclude_parameters).defer("message_ids", "conversation_pks")
+
+
+class MemoryCorrectionForm(StorableModelForm):
+    """An operator's correction of one memory, made by ``services.memory_correct`` as ``by``.
+
+    The fields are the service's ``CORRECTABLE``. Once the form's own checks pass, the changed fields
+    go to the service, which checks them as it checks a model's and writes the new version with the
+    old one kept as history, or refuses and writes nothing: its refusal is this form's error, on the
+    field it names. The form saves nothing itself; ``save(commit=False)`` hands back the corrected
+    memory.
+    """
+
+    by = ""  # the model the correction is recorded with: set per request (MemoryAdmin.get_form)
+
+    class Meta:
+        model = Memory
+        fields = services.CORRECTABLE
+        help_texts = {
+            "valid_from": "When the statement began to hold.",
+            "valid_to": "When it stopped holding: set it to take the memory back, clear it to make the memory current again.",
+            "confidence": "From 0 to 1.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("valid_from", "valid_to"):
+            if self.initial.get(name) is not None:
+                # The page shows times to the second: a time left as shown is not a change.
+                self.initial[name] = self.initial[name].replace(microsecond=0)
+        # A correction sets valid_from but cannot clear it.
+        self.fields["valid_from"].required = self.instance.valid_from is not None
+
+    def _post_clean(self) -> None:
+        super()._post_clean()  # the model's own checks
+        if self.errors:
+            return
+        changes = {name: _wire(self.cleaned_data[name]) for name in self.changed_data}
+        if not changes:
+            return
+        memory = self.instance
+        try:
+            self.instance = services.memory_correct(
+                tenant=memory.tenant, user_id=memory.user_id, memory_id=memory.memory_id, changes=changes, by=self.by
+            )
+        except MemoryServiceError as refused:
+            named = _field_named(refused)
+            self.add_error(named if named in self.fields else None, refused.message)
+
+
+def _wire(value: Any) -> Any:
+    """A form value as the service reads it: times as ISO 8601 with their offset."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _field_named(error: MemoryServiceError) -> str:
+    """The field a refusal names: its ``field`` detail, else the first word of its message
+    ("confidence is 1.5; ..."), without a prefix such as ``memory.``."""
+    named = error.details.get("field") or error.message.split(" ", 1)[0]
+    return str(named).rstrip(".:;,").rsplit(".", 1)[-1]
+
+
+@admin.register(Memory)
+class MemoryAdmin(TenantScopedAdmin):
+    form = MemoryCorrectionForm
+    list_display = (
+        "user_id",
+        "subject",
+        "kind",
+        "text_preview",
+        "current",
+        "valid_from",
+        "valid_to",
+        "confidence_shown",
+        "model",
+        "updated_at",
+        "tenant",
+    )
+    list_display_links = ("user_id", "subject")
+    list_filter = ("kind", CurrentFilter, "model")
+    list_select_related = ("tenant",)
+    list_per_page = 50
+    show_full_result_count = False
+    ordering = ("-updated_at",)
+    search_fields = ("user_id__exact", "subject", "text")
+    search_help_text = "A user id (exactly), or words of a subject or a memory's text (each word must match one of them)."
+    fieldsets = (
+        (None, {"fields": ("tenant", "user_id", "memory_id", "current")}),
+        ("Statement", {"fields": services.CORRECTABLE}),
+        ("Provenance", {"fields": ("model", "embedding_model", "created_at", "updated_at", "sources")}),
+        ("History", {"fields": ("history",)}),
+    )
+    readonly_fields = (
+        "tenant",
+        "user_id",
+        "memory_id",
+        "current",
+        "model",
+        "embedding_model",
+        "created_at",
+        "updated_at",
+        "sources",
+        "history",
+    )
+    actions = ("invalidate",)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return MemoryChangeList
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        # The vector is never shown, and is the widest column of the row.
+        return super().get_queryset(request).select_related("tenant").defer("embedding")
+
+    def get_list_display(self, request: HttpRequest) -> tuple:
+        if request.user.is_superuser:
+            return self.list_display
+        return tuple(column for column in self.list_display if column != "tenant")  # an operator has one tenant
+
+    def get_form(self, request: HttpRequest, obj: Memory | None = None, change: bool = False, **kwargs: Any) -> type[ModelForm]:
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"by": _actor(request)})
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # memories are read from conversations by an extractor
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # it would erase the rows: "invalidate" takes its place
+        return actions
+
+    # --- Columns and fields
+
+    @admin.display(description="Text")
+    def text_preview(self, memory: Memory) -> str:
+        return _preview(memory.text)
+
+    @admin.display(description="Current", boolean=True, ordering="valid_to")
+    def current(self, memory: Memory) -> bool:
+        return memory.current
+
+    @admin.display(description="Confidence", ordering="confidence")
+    def confidence_shown(self, memory: Memory) -> str:
+        return f"{memory.confidence:.2f}"
+
+    @admin.display(description="Read from")
+    def sources(self, memory: Memory) -> str:
+        found = _source_messages(memory)
+        rows = []
+        for message_id in memory.message_ids:
+            shown = found.get(message_id)
+            if not shown:
+                rows.append(format_html("<li><code>{}</code> (no longer stored)</li>", message_id))
+            for message in shown or []:
+                rows.append(
+                    format_html(
+                        '<li><a href="{}" class="memory-source">{} #{}</a> {}, {}: {}</li>',
+                        message.url,
+                        message.conversation_id,
+                        message.seq,
+                        message.role,
+                        _moment(message.created_at),
+                        message.preview,
+                    )
+                )
+        if not rows:
+            return "No messages."
+        return format_html('<ol class="memory-sources">{}</ol>', format_html_join("", "{}", ((row,) for row in rows)))
+
+    @admin.display(description="History (newest first)")
+    def history(self, memory: Memory) -> str:
+        # The memory was found through the scoped queryset: its history is read within its tenant.
+        changes = list(
+            MemoryChange.objects.for_tenant(memory.tenant_id)
+            .filter(memory=memory)
+            .order_by("-changed_at", "-pk")[: HISTORY_ON_PAGE + 1]
+        )
+        shown = changes[:HISTORY_ON_PAGE]
+        rows = (
+            (
+                change.action,  # the row's class
+                change.action,
+                _moment(change.changed_at),
+                change.text,
+                "—" if change.previous_text is None else change.previous_text,
+                _moment(change.valid_from),
+                _moment(change.valid_to),
+                f"{change.confidence:.2f}",
+                change.model,
+                _message_links(memory, change.message_ids),
+            )
+            for change in shown
+        )
+        more = ""
+        if len(changes) > HISTORY_ON_PAGE:
+            total = MemoryChange.objects.for_tenant(memory.tenant_id).filter(memory=memory).count()
+            more = format_html("<p>The {} newest of {} changes.</p>", HISTORY_ON_PAGE, total)
+        return format_html(
+            '<table class="memory-history"><thead><tr><th>Action</th><th>Changed</th><th>Text</th><th>Previous text</th>'
+            "<th>Valid from</th><th>Valid to</th><th>Confidence</th><th>Model</th><th>Read from</th></tr></thead>"
+            "<tbody>{}</tbody></table>{}",
+            format_html_join("", '<tr class="memory-change memory-change--{}">' + "<td>{}</td>" * 9 + "</tr>", rows),
+            more,
+        )
+
+    # --- Correcting
+
+    def save_model(self, request: HttpRequest, obj: Memory, form: MemoryCorrectionForm, change: bool) -> None:
+        """Nothing to save: the form made the correction through the service (``MemoryCorrectionForm``)."""
+
+    # --- Deleting: taking back, never erasing
+
+    def get_deleted_objects(self, objs: Iterable[Memory], request: HttpRequest) -> tuple[list[str], dict, set, list]:
+        """What the delete page says happens: each memory taken back, nothing erased."""
+        return [f"{memory}: no longer current, kept with its history" for memory in objs], {}, set(), []
+
+    def log_deletions(self, request: HttpRequest, queryset: Iterable[Memory]) -> None:
+        """Nothing is deleted: an invalidation is logged as a change once made (``_invalidate``)."""
+
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        self._invalidate(request, [obj])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        self._invalidate(request, list(queryset.select_related("tenant")))
+
+    def render_delete_form(self, request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+        context.update(title="Invalidate this memory?", by=_actor(request), media=self.media)
+        return TemplateResponse(request, _template(INVALIDATE_ONE), context)
+
+    def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> HttpResponse:
+        return HttpResponseRedirect(reverse("admin:extraction_memory_change", args=[obj_id]))  # it is still there
+
+    @admin.action(description="Invalidate the selected memories (kept, with their history)…", permissions=("delete",))
+    def invalidate(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        memories = list(queryset.select_related("tenant")[:INVALIDATE_LIMIT])
+        if request.POST.get("post") == "yes":
+            self._invalidate(request, memories)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Invalidate memories?",
+            "opts": self.opts,
+            "media": self.media,
+            "memories": memories,
+            "current": [memory for memory in memories if memory.current],
+            "by": _actor(request),
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, _template(INVALIDATE_SELECTED), context)
+
+    def _invalidate(self, request: HttpRequest, memories: list[Memory]) -> None:
+        """Take back each current memory of ``memories`` through the service; one already taken back
+        keeps the time it stopped holding."""
+        invalidated, already = [], 0
+        for memory in memories:
+            if not memory.current:
+                already += 1
+                continue
+            try:
+                services.memory_invalidate(
+                    tenant=memory.tenant, user_id=memory.user_id, memory_id=memory.memory_id, by=_actor(request)
+                )
+            except MemoryServiceError as error:
+                self.message_user(request, f"{memory}: {error.message}", messages.ERROR)
+                continue
+            invalidated.append(memory)
+        if invalidated:
+            LogEntry.objects.log_actions(
+                user_id=request.user.pk,
+                queryset=invalidated,
+                action_flag=CHANGE,
+                change_message="Invalidated: no longer current, kept with its history",
+            )
+            noun = "memory" if len(invalidated) == 1 else "memories"
+            self.message_user(
+                request,
+                f"Invalidated {len(invalidated)} {noun}: no longer current, kept with their history (nothing was erased).",
+                messages.SUCCESS,
+            )
+        if already:
+            noun = "memory was" if already == 1 else "memories were"
+            self.message_user(request, f"{already} {noun} no longer current already: left as they were.", messages.WARNING)
+
+
+# What the delete page and the "invalidate" action confirm: the stock pages with words that say what
+# happens (nothing is erased), kept here beside the views that render them.
+INVALIDATE_ONE = """{% extends "admin/delete_confirmation.html" %}
+{% block delete_confirm %}
+{% if object.current %}
+<p>Invalidating takes the memory “{{ object }}” back: its valid to becomes now, so it is no longer current.
+Nothing is erased: the memory stays here with its history, which records the invalidation as a delete
+made by {{ by }}. Erasing a user or a conversation through the API is what removes memories, with their history.</p>
+<form method="post">{% csrf_token %}
+<div>
+  <input type="hidden" name="post" value="yes">
+  <input type="submit" value="Yes, invalidate it" id="confirm-invalidate">
+  <a href="#" class="button cancel-link">No, take me back</a>
+</div>
+</form>
+{% else %}
+<p>The memory “{{ object }}” is no longer current (valid to {{ object.valid_to|date:"Y-m-d H:i:s" }} UTC): there is
+nothing to invalidate. It is kept with its history.</p>
+<p><a href="#" class="button cancel-link">Take me back</a></p>
+{% endif %}
+{% endblock %}
+"""
+
+INVALIDATE_SELECTED = """{% extends "admin/delete_selected_confirmation.html" %}
+{% load l10n %}
+{% block content %}
+<p>Invalidating takes each current memory below back: its valid to becomes now, so it is no longer current.
+Nothing is erased: each stays here with its history, which records the invalidation as a delete made by
+{{ by }}. Erasing a user or a conversation through the API is what removes memories, with their history.</p>
+<ul class="memory-erase-list">
+  {% for memory in memories %}
+  <li>{% if not memory.current %}<em>(no longer current already: left as it is)</em> {% endif %}<strong>{{ memory.user_id }}</strong> · {{ memory.subject }}: {{ memory.text|truncatechars:120 }}</li>
+  {% endfor %}
+</ul>
+<form method="post">{% csrf_token %}
+<div>
+  {% for memory in memories %}<input type="hidden" name="{{ action_checkbox_name }}" value="{{ memory.pk|unlocalize }}">{% endfor %}
+  <input type="hidden" name="action" value="invalidate">
+  <input type="hidden" name="post" value="yes">
+  <input type="submit" value="Yes, invalidate {{ current|length }} memor{{ current|length|pluralize:'y,ies' }}" id="confirm-invalidate">
+  <a href="#" class="button cancel-link">No, take me back</a>
+</div>
+</form>
+{% endblock %}
+"""
+
+
+@cache
+def _template(source: str) -> Template:
+    return engines["django"].from_string(source)
+
+
+# --- Usage ---------------------------------------------------------------------------------------------
+
+
+@admin.register(ExtractionUsage)
+class ExtractionUsageAdmin(TenantScopedAdmin):
+    """What the extractor used per tenant and UTC day: counted by the extraction, read-only here."""
+
+    list_display = (
+        "day",
+        "tenant",
+        "calls",
+        "tokens",
+        "turns_read",
+        "skipped_reads",
+        "skipped_turns",
+        "failed_calls",
+        "dead_letters",
+    )
+    list_filter = (("day", admin.DateFieldListFilter),)
+    list_select_related = ("tenant",)
+    list_per_page = 100
+    ordering = ("-day", "tenant__slug")
+    fields = list_display
+    readonly_fields = list_display
+    actions = None
+
+    def get_list_display(self, request: HttpRequest) -> tuple:
+        if request.user.is_superuser:
+            return self.list_display
+        return tuple(column for column in self.list_display if column != "tenant")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False

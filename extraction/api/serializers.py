@@ -1,0 +1,120 @@
+"""Input and output shapes of the memories API.
+
+A memory's fields are the model's (``extraction.models.Memory``); its sources are the public ids of
+the messages it was read from and the client's ids of their conversations. Query parameters are
+checked here (types, bounds, known kinds); a correction's values are checked by the service, with
+the same rules as a model's answer (``extraction.services.memory_correct``).
+"""
+
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from conversations.api.serializers import PageQuerySerializer, check_page_size
+from extraction.models import Memory, MemoryChange, MemoryKind
+
+
+class MemoryQuerySerializer(PageQuerySerializer):
+    query = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=True, help_text="Rank by this text (hybrid search); top_k hits."
+    )
+    top_k = serializers.IntegerField(required=False, min_value=1, help_text="Hits of a query: default MEMORY_TOP_K.")
+    kind = serializers.ChoiceField(required=False, choices=MemoryKind.values, help_text="Only memories of this kind.")
+    subject = serializers.CharField(required=False, max_length=200, help_text="Only memories about this subject (case aside).")
+    valid_at = serializers.DateTimeField(
+        required=False, help_text="Only memories that held at this time (ISO 8601); past ones included."
+    )
+    include_past = serializers.BooleanField(
+        required=False, default=False, help_text="Also memories an update or delete took back (valid_to set)."
+    )
+
+    def validate_query(self, value: str) -> str:
+        if len(value) > settings.MEMORY_MAX_QUERY_CHARS:
+            raise serializers.ValidationError(f"At most MEMORY_MAX_QUERY_CHARS={settings.MEMORY_MAX_QUERY_CHARS} characters.")
+        return value
+
+    def validate_top_k(self, value: int) -> int:
+        return check_page_size(value, field="top_k")
+
+
+class ExtractionStatusSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    model = serializers.CharField(allow_null=True)
+    reason = serializers.ChoiceField(choices=["disabled", "no_model"], allow_null=True)
+    detail = serializers.CharField(allow_null=True)
+
+
+class MemoryOutSerializer(serializers.ModelSerializer):
+    current = serializers.BooleanField(read_only=True)
+    message_ids = serializers.ListField(child=serializers.UUIDField(), read_only=True)
+    conversation_ids = serializers.SerializerMethodField()
+    score = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Memory
+        fields = (
+            "memory_id",
+            "kind",
+            "subject",
+            "text",
+            "valid_from",
+            "valid_to",
+            "current",
+            "confidence",
+            "message_ids",
+            "conversation_ids",
+            "model",
+            "created_at",
+            "updated_at",
+            "score",
+        )
+
+    def get_conversation_ids(self, memory: Memory) -> list[str]:
+        names = self.context.get("conversation_ids", {})
+        return [names[pk] for pk in memory.conversation_pks if pk in names]
+
+    def get_score(self, memory: Memory) -> float | None:
+        return self.context.get("scores", {}).get(memory.pk)
+
+
+class MemoryChangeOutSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MemoryChange
+        fields = ("action", "text", "previous_text", "valid_from", "valid_to", "confidence", "message_ids", "model", "changed_at")
+
+
+class MemoryDetailOutSerializer(MemoryOutSerializer):
+    history = serializers.SerializerMethodField()
+
+    class Meta(MemoryOutSerializer.Meta):
+        fields = (*MemoryOutSerializer.Meta.fields, "history")
+
+    def get_history(self, memory: Memory) -> list[dict[str, Any]]:
+        return MemoryChangeOutSerializer(self.context.get("history", []), many=True).data
+
+
+class MemoryListOutSerializer(serializers.Serializer):
+    user_id = serializers.CharField()
+    extraction = ExtractionStatusSerializer()
+    count = serializers.IntegerField(help_text="Memories matching the filters (a query: the hits answered).")
+    results = MemoryOutSerializer(many=True)
+
+
+class MemoryCorrectionSerializer(serializers.Serializer):
+    """A correction: any of these; null valid_to makes a memory current again."""
+
+    kind = serializers.ChoiceField(required=False, choices=MemoryKind.values)
+    subject = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True)
+    text = serializers.CharField(required=False, trim_whitespace=False, allow_blank=True)
+    valid_from = serializers.CharField(required=False, help_text="YYYY-MM-DD or ISO 8601 with its offset.")
+    valid_to = serializers.CharField(required=False, allow_null=True, help_text="YYYY-MM-DD, ISO 8601, or null.")
+    confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields)) if isinstance(self.initial_data, dict) else []
+        if unknown:
+            raise serializers.ValidationError({name: "Not a field a correction changes." for name in unknown})
+        if not attrs:
+            raise serializers.ValidationError(f"A correction changes at least one of {', '.join(self.fields)}.")
+        return attrs
