@@ -128,10 +128,19 @@ def _message_links(memory: Memory, message_ids: Iterable[uuid.UUID]) -> str:
     found = _source_messages(memory)
     links = []
     for message_id in message_ids:
-        links += [
-            format_html('<a href="{}" class="memory-source" title="{}">{} #{}</a>', m.url, m.preview, m.conversation_id, m.seq)
-            for m in found.get(message_id, [])
-        ] or [format_html('<code title="no longer stored">{}</code>', message_id)]
+        stored = found.get(message_id)
+        if not stored:
+            links.append(format_html('<code title="no longer stored">{}</code>', message_id))
+        for message in stored or []:
+            links.append(
+                format_html(
+                    '<a href="{}" class="memory-source" title="{}">{} #{}</a>',
+                    message.url,
+                    message.preview,
+                    message.conversation_id,
+                    message.seq,
+                )
+            )
     return format_html_join(", ", "{}", ((link,) for link in links))
 
 
@@ -201,7 +210,7 @@ class MemoryCorrectionForm(StorableModelForm):
             self.instance = services.memory_correct(
                 tenant=memory.tenant, user_id=memory.user_id, memory_id=memory.memory_id, changes=changes, by=self.by
             )
-        except MemoryServiceError as refused:
+        except (services.InvalidCorrection, services.MemoryNotFound) as refused:  # refused before anything was written
             named = _field_named(refused)
             self.add_error(named if named in self.fields else None, refused.message)
 
@@ -305,10 +314,10 @@ class MemoryAdmin(TenantScopedAdmin):
         found = _source_messages(memory)
         rows = []
         for message_id in memory.message_ids:
-            shown = found.get(message_id)
-            if not shown:
+            stored = found.get(message_id)
+            if not stored:
                 rows.append(format_html("<li><code>{}</code> (no longer stored)</li>", message_id))
-            for message in shown or []:
+            for message in stored or []:
                 rows.append(
                     format_html(
                         '<li><a href="{}" class="memory-source">{} #{}</a> {}, {}: {}</li>',
@@ -418,9 +427,8 @@ class MemoryAdmin(TenantScopedAdmin):
                 services.memory_invalidate(
                     tenant=memory.tenant, user_id=memory.user_id, memory_id=memory.memory_id, by=_actor(request)
                 )
-            except MemoryServiceError as error:
-                self.message_user(request, f"{memory}: {error.message}", messages.ERROR)
-                continue
+            except services.MemoryNotFound:
+                continue  # erased meanwhile (its user or conversation, through the API): nothing left to take back
             invalidated.append(memory)
         if invalidated:
             LogEntry.objects.log_actions(
@@ -436,8 +444,8 @@ class MemoryAdmin(TenantScopedAdmin):
                 messages.SUCCESS,
             )
         if already:
-            noun = "memory was" if already == 1 else "memories were"
-            self.message_user(request, f"{already} {noun} no longer current already: left as they were.", messages.WARNING)
+            were, left = ("memory was", "it was") if already == 1 else ("memories were", "they were")
+            self.message_user(request, f"{already} {were} no longer current already: left as {left}.", messages.WARNING)
 
 
 # What the delete page and the "invalidate" action confirm: the stock pages with words that say what
@@ -445,7 +453,7 @@ class MemoryAdmin(TenantScopedAdmin):
 INVALIDATE_ONE = """{% extends "admin/delete_confirmation.html" %}
 {% block delete_confirm %}
 {% if object.current %}
-<p>Invalidating takes the memory “{{ object }}” back: its valid to becomes now, so it is no longer current.
+<p>Invalidating takes the memory “{{ object }}” back: its “valid to” is set to now, so it is no longer current.
 Nothing is erased: the memory stays here with its history, which records the invalidation as a delete
 made by {{ by }}. Erasing a user or a conversation through the API is what removes memories, with their history.</p>
 <form method="post">{% csrf_token %}
@@ -466,7 +474,7 @@ nothing to invalidate. It is kept with its history.</p>
 INVALIDATE_SELECTED = """{% extends "admin/delete_selected_confirmation.html" %}
 {% load l10n %}
 {% block content %}
-<p>Invalidating takes each current memory below back: its valid to becomes now, so it is no longer current.
+<p>Invalidating takes each current memory below back: its “valid to” is set to now, so it is no longer current.
 Nothing is erased: each stays here with its history, which records the invalidation as a delete made by
 {{ by }}. Erasing a user or a conversation through the API is what removes memories, with their history.</p>
 <ul class="memory-erase-list">

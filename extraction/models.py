@@ -63,6 +63,7 @@ class Memory(models.Model):
 
     class Meta:
         db_table = "extracted_memories"
+        verbose_name_plural = "memories"
         indexes = [
             # A user's memories, most recently changed first (the list, the extractor's related memories).
             models.Index(fields=["tenant", "user_id", "-updated_at"], name="memory_user_recent"),
@@ -143,6 +144,7 @@ class ExtractionUsage(models.Model):
 
     class Meta:
         db_table = "extraction_usage"
+        verbose_name_plural = "extraction usage"
         constraints = [models.UniqueConstraint(fields=["tenant", "day"], name="extraction_usage_per_day")]
 
     def __str__(self) -> str:

@@ -18,6 +18,9 @@ at a time, and for each read:
    history kept), then the memories it wrote embedded for search (best effort: a memory without a
    vector is found by its words, and embedded by the next run).
 
+Two runs of one conversation never read at once: the second finds it busy and leaves (the first reads
+on while a batch is due; what is left is read by the quiet sweep).
+
 A model that fails, times out or answers what cannot be applied raises ``ExtractionFailed``: the task
 retries it with backoff and in the end records a dead letter holding the read (``after_seq``,
 ``through_seq``), and moves the watermark past it so the conversation's later turns are read; an
@@ -26,12 +29,13 @@ operator's replay reads that range again (``replay``), which merges rather than 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 
 import structlog
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -70,7 +74,8 @@ class RunResult:
     deleted: int = 0
     merged: int = 0
     refused: list[str] = field(default_factory=list)
-    stopped: str = "read"  # read, not_due, disabled, no_model, no_user, no_conversation, over_daily_bound
+    # read, not_due, disabled, no_model, no_user, no_conversation, over_daily_bound, busy
+    stopped: str = "read"
 
 
 def conversation_extract(
@@ -90,6 +95,34 @@ def conversation_extract(
     if not conversation.user_id:
         result.stopped = "no_user"
         return result
+    with _reading(tenant, conversation) as alone:
+        if not alone:  # another run reads it now, and reads on while a batch is due
+            result.stopped = "busy"
+            return result
+        return _runs(
+            tenant=tenant, conversation=conversation, quiet=quiet, after_seq=after_seq, through_seq=through_seq, result=result
+        )
+
+
+@contextmanager
+def _reading(tenant: Tenant, conversation: Conversation) -> Iterator[bool]:
+    """Whether this run is the only one reading the conversation (a session advisory lock, released
+    when the run ends, or by PostgreSQL with the connection of a worker that died)."""
+    key = f"extract:{tenant.pk}:{conversation.pk}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", [key])
+        alone = bool(cursor.fetchone()[0])
+    try:
+        yield alone
+    finally:
+        if alone:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+
+
+def _runs(
+    *, tenant: Tenant, conversation: Conversation, quiet: bool, after_seq: int | None, through_seq: int | None, result: RunResult
+) -> RunResult:
     replay = after_seq is not None
     limit = int(tenant.setting("MEMORY_EXTRACTION_MAX_TURNS"))
     while True:

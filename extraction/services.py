@@ -491,10 +491,18 @@ def memory_correct(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, change
 
 
 def memory_invalidate(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, by: str) -> Memory:
-    """Take one memory back (``valid_to`` now, its history kept), as an extractor's delete does."""
-    return memory_correct(
-        tenant=tenant, user_id=user_id, memory_id=memory_id, changes={"valid_to": timezone.now().isoformat()}, by=by
-    )
+    """Take one memory back (``valid_to`` now, its history kept), as an extractor's delete does; one
+    taken back already keeps the time it stopped holding."""
+    with transaction.atomic():
+        _user_lock(tenant, user_id)
+        memory = Memory.objects.for_tenant(tenant).filter(user_id=user_id, memory_id=memory_id).first()
+        if memory is None:
+            raise MemoryNotFound(f"User {user_id!r} has no memory {memory_id}.")
+        if memory.valid_to is not None:
+            return memory
+        return memory_correct(  # within the lock held: nothing takes it back between the two
+            tenant=tenant, user_id=user_id, memory_id=memory_id, changes={"valid_to": timezone.now().isoformat()}, by=by
+        )
 
 
 def _user_lock(tenant: Tenant, user_id: str) -> None:

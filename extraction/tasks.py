@@ -49,6 +49,7 @@ def _backoff(retries: int) -> float:
     return max(1.0, min(settings.MEMORY_RETRY_BACKOFF_MAX, 2**retries) * random.uniform(0.5, 1.0))
 
 
+# A retry names its queue: left to Celery it is published to the default queue, the persist queue.
 @shared_task(bind=True, acks_late=True, max_retries=None, name=NAME)
 def conversation_extract(
     self: Task,
@@ -79,7 +80,7 @@ def conversation_extract(
                 reason=error.reason,
                 error=str(error),
             )
-            raise self.retry(exc=error, countdown=_backoff(self.request.retries)) from error
+            raise self.retry(exc=error, countdown=_backoff(self.request.retries), queue=settings.MEMORY_DERIVED_QUEUE) from error
         dead_letter_record(
             task_name=NAME,
             payload={
@@ -96,7 +97,7 @@ def conversation_extract(
     except TRANSIENT as error:
         if self.request.retries < max_retries:
             logger.warning("task_retry", task=self.name, attempt=self.request.retries + 1, error=str(error))
-            raise self.retry(exc=error, countdown=_backoff(self.request.retries)) from error
+            raise self.retry(exc=error, countdown=_backoff(self.request.retries), queue=settings.MEMORY_DERIVED_QUEUE) from error
         logger.error("extraction_abandoned", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         return None  # the turns stay unread: the quiet sweep publishes them again
     return {

@@ -33,6 +33,7 @@ def _backoff(retries: int) -> float:
 
 
 # max_retries on the task, not only on retry(): retry(max_retries=None) means Celery's default of 3.
+# A retry names its queue: left to Celery it is published to the default queue, the persist queue.
 @shared_task(bind=True, acks_late=True, max_retries=MAX_RETRIES, name="summaries.tasks.conversation_summarize")
 def conversation_summarize(self: Task, tenant_id: int, conversation_id: str) -> int | None:
     """The id of the summary written, or None when none was due (or the tenant is gone)."""
@@ -46,7 +47,7 @@ def conversation_summarize(self: Task, tenant_id: int, conversation_id: str) -> 
     except TRANSIENT as error:
         if self.request.retries < MAX_RETRIES:
             logger.warning("task_retry", task=self.name, attempt=self.request.retries + 1, error=str(error))
-            raise self.retry(exc=error, countdown=_backoff(self.request.retries)) from error
+            raise self.retry(exc=error, countdown=_backoff(self.request.retries), queue=settings.MEMORY_DERIVED_QUEUE) from error
         logger.error("summary_abandoned", tenant_id=tenant_id, conversation_id=conversation_id, error=str(error))
         return None
     return summary.pk if summary is not None else None

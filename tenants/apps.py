@@ -27,3 +27,4 @@ class TenantsConfig(AppConfig):
         # A tenant's own chat model and server are checked when its settings are saved.
         setting_check_register("MEMORY_CHAT_MODEL", chat_models.tenant_choice_refusal(chat_models.parse_spec))
         setting_check_register("MEMORY_CHAT_BASE_URL", chat_models.tenant_choice_refusal(chat_models.validate_base_url))
+        setting_check_register("MEMORY_EXTRACTION_MODEL", chat_models.tenant_choice_refusal(chat_models.model_name_check))

@@ -113,6 +113,13 @@ def parse_spec(spec: str) -> tuple[str, str]:
     return provider, model.strip()
 
 
+def model_name_check(name: str) -> str:
+    """A model's name alone (``MEMORY_EXTRACTION_MODEL``: another model of the chat model's provider)."""
+    if not MODEL_NAME.match(name.strip()):
+        raise ValueError(f"{name!r} is not a model name: 1 to 200 letters, digits and . : / @ + - _ (e.g. gpt-4o-mini).")
+    return name.strip()
+
+
 def validate_base_url(url: str) -> str:
     """A tenant's base URL: http(s), to a host the egress policy lets a tenant reach (ValueError)."""
     return egress.url_check(url, field="MEMORY_CHAT_BASE_URL")

@@ -145,6 +145,10 @@ def validate_setting_overrides(overrides: Any) -> None:
                 raise ValidationError(f"{name} must be a string like its default ({default!r}).")
             _validate_string_setting(name, value)
             continue
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ValidationError(f"{name} must be true or false like its default ({str(default).lower()}).")
+            continue
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ValidationError(f"{name} must be a non-negative number like its default ({default}).")
         if isinstance(default, int) and not isinstance(value, int):

@@ -199,6 +199,8 @@ OPERATOR_PERMISSIONS = {
     ],
     "checkpoints": ["view_checkpoint", "delete_checkpoint"],
     "facts": ["view_userfact", "delete_userfact", "view_userfactchange"],
+    # Their users' extracted memories: read, corrected and taken back (never erased), and the usage.
+    "extraction": ["view_memory", "change_memory", "delete_memory", "view_extractionusage"],
     "summaries": ["view_summary"],
     "search": ["view_messageembedding"],
 }

@@ -617,9 +617,10 @@ MEMORY_EXTRACTION_TIMEOUT = env.float("MEMORY_EXTRACTION_TIMEOUT", default=60.0)
 # Attempts after the first for a model that fails, times out or answers what cannot be applied
 # (exponential backoff up to MEMORY_RETRY_BACKOFF_MAX seconds between them); then a dead letter.
 MEMORY_EXTRACTION_MAX_RETRIES = env.int("MEMORY_EXTRACTION_MAX_RETRIES", default=4)
-# Per tenant and UTC day: extraction calls and tokens (prompt and answer) at most (0: no bound).
-# Past either, reads are skipped (counted, and read again the next day: nothing is lost).
+# Extraction calls per tenant and UTC day at most (0: no bound). Past it (or past the tokens' bound)
+# reads are skipped, counted, and read once the bound allows: nothing is lost.
 MEMORY_EXTRACTION_DAILY_CALLS = env.int("MEMORY_EXTRACTION_DAILY_CALLS", default=2_000)
+# Extraction tokens (prompt and answer) per tenant and UTC day at most (0: no bound).
 MEMORY_EXTRACTION_DAILY_TOKENS = env.int("MEMORY_EXTRACTION_DAILY_TOKENS", default=4_000_000)
 
 # --- Secrets and egress ---------------------------------------------------------------------------

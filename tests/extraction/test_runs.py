@@ -4,6 +4,7 @@ within the daily bounds; a failing model leaves nothing written and the turns un
 import json
 from datetime import UTC, datetime
 
+import psycopg
 import pytest
 
 from conversations.selectors import tenant_status
@@ -220,3 +221,31 @@ def test_a_replay_reads_its_range_again_and_merges_what_it_already_wrote(extract
 
     assert (result.reads, result.added, result.merged) == (1, 0, 1)
     assert Memory.objects.for_tenant(extracting).count() == 1
+
+
+def test_a_conversation_another_run_is_reading_is_left_to_it(extracting):
+    conversation = conversation_of(extracting)
+    answer_with({"op": "none"})
+    other = psycopg.connect(**_connection_arguments(), autocommit=True)
+    try:
+        other.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [f"extract:{extracting.pk}:{conversation.pk}"])
+
+        result = runs.conversation_extract(tenant=extracting, conversation_id="c1")
+
+        assert result.stopped == "busy"
+        assert extraction_calls() == []
+    finally:
+        other.close()
+    assert runs.conversation_extract(tenant=extracting, conversation_id="c1").reads == 1
+
+
+def _connection_arguments():
+    from django.db import connection
+
+    settings = connection.settings_dict
+    return {
+        "host": settings["HOST"] or "127.0.0.1",
+        "port": settings["PORT"] or 5432,
+        "user": settings["USER"],
+        "dbname": settings["NAME"],
+    }

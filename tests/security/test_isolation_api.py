@@ -62,6 +62,10 @@ facts:fact-detail                    GET      404     not found
 facts:fact-detail                    PUT      201     acme's own fact of that key
 facts:fact-detail                    DELETE   404     not found, nothing deleted
 facts:fact-history                   GET      404     not found (acme's user never had that key)
+extraction:memory-list               GET      200     acme's user of that id: no memories
+extraction:memory-detail             GET      404     not found
+extraction:memory-detail             PATCH    404     not found, nothing corrected
+extraction:memory-detail             DELETE   404     not found, nothing taken back
 mcp_server:mcp                       POST     200     a tool error not_found (get_context on globex's
                                                       conversation; tests/mcp_server: every tool)
 api-slashed-id:conversation-slashed-id  any   400     the refusal of a conversation id holding "/"
@@ -83,7 +87,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -101,6 +105,7 @@ from checkpoints.models import Checkpoint
 from conversations.api.views import TenantAPIView
 from conversations.models import CacheRepair, Conversation, Message
 from conversations.services import dead_letter_record
+from extraction.models import ExtractionUsage, Memory
 from extraction.services import Operation, memories_apply, messages_read
 from facts.models import UserFact
 from search.services import conversation_embed
@@ -131,6 +136,8 @@ class World:
     # Words of the messages that are no marker: what a search for them would ask.
     search_words: str
     markers: dict[str, str] = field(default_factory=dict)
+    # The memory an extractor read from the conversation (a UUID: never the same in two worlds).
+    memory_id: str = ""
     # Other names of the tenant's that appear nowhere in a request: its operator, its keys' prefixes.
     names: dict[str, str] = field(default_factory=dict)
 
@@ -147,6 +154,7 @@ class World:
             "checkpoint_id": self.checkpoint_id,
             "user_id": self.user_id,
             "key": self.fact_key,
+            "memory_id": self.memory_id,
         }
 
     def forbidden(self, request_text: str = "", *, ids: bool = True) -> dict[str, str]:
@@ -293,6 +301,8 @@ def tenant_world(tenant: Tenant, *, number: int, message_ids: list[str] | None =
         model="scripted",
     )
     assert extracted.added == 1
+    world.memory_id = str(Memory.objects.for_tenant(tenant).get(user_id=world.user_id).memory_id)
+    ExtractionUsage.objects.for_tenant(tenant).create(tenant=tenant, day=date(2025, 1, 1), calls=1, tokens=100)
     # What the workers and the sweeper leave behind: a conversation whose cache missed a write, and
     # a task that failed for good.
     CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=world.conversation_id)
@@ -594,6 +604,10 @@ RULES: dict[tuple[str, str], Rule] = {
     ("facts:fact-detail", "PUT"): Rule(201, body=lambda world: {"value": OWN_TEXT}, creates=_acme_fact_saved),
     ("facts:fact-detail", "DELETE"): NOT_FOUND,
     ("facts:fact-history", "GET"): NOT_FOUND,
+    ("extraction:memory-list", "GET"): Rule(200, answer=lambda body, world: body["count"] == 0 and body["results"] == []),
+    ("extraction:memory-detail", "GET"): NOT_FOUND,
+    ("extraction:memory-detail", "PATCH"): Rule(404, body=lambda world: {"text": OWN_TEXT}),
+    ("extraction:memory-detail", "DELETE"): NOT_FOUND,
     ("mcp_server:mcp", "POST"): Rule(
         200,
         body=lambda world: {
