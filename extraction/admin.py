@@ -23,7 +23,6 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
 from django.contrib import admin, messages
@@ -33,7 +32,6 @@ from django.db.models import Count, Model, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Substr
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template import Template, engines
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -53,6 +51,10 @@ MESSAGE_PREVIEW_CHARS = 120
 HISTORY_ON_PAGE = 100
 # The memories one confirmation of the "invalidate" action lists and takes back.
 INVALIDATE_LIMIT = 1000
+# What the delete page and the "invalidate" action confirm: the stock pages with words that say what
+# happens (nothing is erased).
+INVALIDATE_ONE = "admin/extraction/memory/invalidate_confirmation.html"
+INVALIDATE_SELECTED = "admin/extraction/memory/invalidate_selected_confirmation.html"
 
 
 def _preview(text: str | None, chars: int = PREVIEW_CHARS) -> str:
@@ -391,7 +393,7 @@ class MemoryAdmin(TenantScopedAdmin):
 
     def render_delete_form(self, request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
         context.update(title="Invalidate this memory?", by=_actor(request), media=self.media)
-        return TemplateResponse(request, _template(INVALIDATE_ONE), context)
+        return TemplateResponse(request, INVALIDATE_ONE, context)
 
     def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> HttpResponse:
         return HttpResponseRedirect(reverse("admin:extraction_memory_change", args=[obj_id]))  # it is still there
@@ -413,7 +415,7 @@ class MemoryAdmin(TenantScopedAdmin):
             "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
         }
         request.current_app = self.admin_site.name
-        return TemplateResponse(request, _template(INVALIDATE_SELECTED), context)
+        return TemplateResponse(request, INVALIDATE_SELECTED, context)
 
     def _invalidate(self, request: HttpRequest, memories: list[Memory]) -> None:
         """Take back each current memory of ``memories`` through the service; one already taken back
@@ -446,58 +448,6 @@ class MemoryAdmin(TenantScopedAdmin):
         if already:
             were, left = ("memory was", "it was") if already == 1 else ("memories were", "they were")
             self.message_user(request, f"{already} {were} no longer current already: left as {left}.", messages.WARNING)
-
-
-# What the delete page and the "invalidate" action confirm: the stock pages with words that say what
-# happens (nothing is erased), kept here beside the views that render them.
-INVALIDATE_ONE = """{% extends "admin/delete_confirmation.html" %}
-{% block delete_confirm %}
-{% if object.current %}
-<p>Invalidating takes the memory “{{ object }}” back: its “valid to” is set to now, so it is no longer current.
-Nothing is erased: the memory stays here with its history, which records the invalidation as a delete
-made by {{ by }}. Erasing a user or a conversation through the API is what removes memories, with their history.</p>
-<form method="post">{% csrf_token %}
-<div>
-  <input type="hidden" name="post" value="yes">
-  <input type="submit" value="Yes, invalidate it" id="confirm-invalidate">
-  <a href="#" class="button cancel-link">No, take me back</a>
-</div>
-</form>
-{% else %}
-<p>The memory “{{ object }}” is no longer current (valid to {{ object.valid_to|date:"Y-m-d H:i:s" }} UTC): there is
-nothing to invalidate. It is kept with its history.</p>
-<p><a href="#" class="button cancel-link">Take me back</a></p>
-{% endif %}
-{% endblock %}
-"""
-
-INVALIDATE_SELECTED = """{% extends "admin/delete_selected_confirmation.html" %}
-{% load l10n %}
-{% block content %}
-<p>Invalidating takes each current memory below back: its “valid to” is set to now, so it is no longer current.
-Nothing is erased: each stays here with its history, which records the invalidation as a delete made by
-{{ by }}. Erasing a user or a conversation through the API is what removes memories, with their history.</p>
-<ul class="memory-erase-list">
-  {% for memory in memories %}
-  <li>{% if not memory.current %}<em>(no longer current already: left as it is)</em> {% endif %}<strong>{{ memory.user_id }}</strong> · {{ memory.subject }}: {{ memory.text|truncatechars:120 }}</li>
-  {% endfor %}
-</ul>
-<form method="post">{% csrf_token %}
-<div>
-  {% for memory in memories %}<input type="hidden" name="{{ action_checkbox_name }}" value="{{ memory.pk|unlocalize }}">{% endfor %}
-  <input type="hidden" name="action" value="invalidate">
-  <input type="hidden" name="post" value="yes">
-  <input type="submit" value="Yes, invalidate {{ current|length }} memor{{ current|length|pluralize:'y,ies' }}" id="confirm-invalidate">
-  <a href="#" class="button cancel-link">No, take me back</a>
-</div>
-</form>
-{% endblock %}
-"""
-
-
-@cache
-def _template(source: str) -> Template:
-    return engines["django"].from_string(source)
 
 
 # --- Usage ---------------------------------------------------------------------------------------------

@@ -343,15 +343,20 @@ def _count(tenant: Tenant, **counts: int) -> None:
             )
 
 
-def _within_bounds(tenant: Tenant, *, turns: int) -> bool:
-    """Whether another call fits the tenant's daily bounds; a read that does not is counted as skipped."""
+def over_daily_bounds(tenant: Tenant) -> bool:
+    """Whether the tenant spent its calls or tokens of the day (``MEMORY_EXTRACTION_DAILY_*``)."""
     calls_bound = int(tenant.setting("MEMORY_EXTRACTION_DAILY_CALLS"))
     tokens_bound = int(tenant.setting("MEMORY_EXTRACTION_DAILY_TOKENS"))
     usage = selectors.usage_today(tenant=tenant, day=_today())
     if usage is None:
+        return False
+    return bool((calls_bound and usage.calls >= calls_bound) or (tokens_bound and usage.tokens >= tokens_bound))
+
+
+def _within_bounds(tenant: Tenant, *, turns: int) -> bool:
+    """Whether another call fits the tenant's daily bounds; a read that does not is counted as skipped."""
+    if not over_daily_bounds(tenant):
         return True
-    over = (calls_bound and usage.calls >= calls_bound) or (tokens_bound and usage.tokens >= tokens_bound)
-    if over:
-        _count(tenant, skipped_reads=1, skipped_turns=turns)
-        logger.warning("extraction_over_daily_bound", tenant=tenant.slug, calls=usage.calls, tokens=usage.tokens, turns=turns)
-    return not over
+    _count(tenant, skipped_reads=1, skipped_turns=turns)
+    logger.warning("extraction_over_daily_bound", tenant=tenant.slug, turns=turns)
+    return False

@@ -121,6 +121,8 @@ def quiet_sweep() -> int:
         quiet_seconds = int(tenant.setting("MEMORY_EXTRACTION_QUIET_SECONDS"))
         if not tenant.setting("MEMORY_EXTRACTION_ENABLED") or quiet_seconds <= 0:
             continue
+        if runs.over_daily_bounds(tenant):  # its unread turns wait for the next day, not counted again each minute
+            continue
         read_through = (
             ExtractionWatermark.objects.for_tenant(tenant).filter(conversation=OuterRef("pk")).values("read_through_seq")[:1]
         )

@@ -2,15 +2,19 @@
 within the daily bounds; a failing model leaves nothing written and the turns unread."""
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
+from django.utils import timezone
 
+from conversations.models import Conversation
 from conversations.selectors import tenant_status
 from extraction import runs, selectors
 from extraction.models import ExtractionUsage, ExtractionWatermark, Memory
+from extraction.tasks import quiet_sweep
 from tests.chat import fakes
+from tests.conftest import take_queued_tasks
 from tests.factories import conversation_with_messages
 
 pytestmark = pytest.mark.django_db
@@ -249,3 +253,38 @@ def _connection_arguments():
         "user": settings["USER"],
         "dbname": settings["NAME"],
     }
+
+
+def test_the_quiet_sweep_publishes_the_quiet_conversations_with_unread_turns(extracting, other_tenant, settings):
+    take_queued_tasks(settings.MEMORY_DERIVED_QUEUE)
+    for conversation_id in ("quiet", "read", "recent", "also-quiet"):
+        conversation_of(extracting, conversation_id, texts=TEXTS[:2])
+    conversation_of(extracting, "nobody's", user_id="", texts=TEXTS[:2])
+    conversation_of(other_tenant, "elsewhere", texts=TEXTS[:2])  # its tenant does not extract
+    answer_with({"op": "none"})
+    runs.conversation_extract(tenant=extracting, conversation_id="read", quiet=True)
+    long_ago = timezone.now() - timedelta(hours=1)
+    Conversation.objects.for_tenant(extracting).exclude(conversation_id="recent").update(updated_at=long_ago)
+    Conversation.objects.for_tenant(other_tenant).update(updated_at=long_ago)
+
+    assert quiet_sweep() == 2
+
+    published = take_queued_tasks(settings.MEMORY_DERIVED_QUEUE)
+    assert sorted(args[1] for name, args in published if name == "extraction.tasks.conversation_extract") == [
+        "also-quiet",
+        "quiet",
+    ]
+
+
+def test_the_quiet_sweep_leaves_a_tenant_past_its_daily_bound_alone(extracting, settings):
+    extracting.settings["MEMORY_EXTRACTION_DAILY_CALLS"] = 1
+    extracting.save()
+    conversation_of(extracting, "read")
+    conversation_of(extracting, "waiting", texts=TEXTS[:2])
+    answer_with({"op": "none"})
+    runs.conversation_extract(tenant=extracting, conversation_id="read")
+    Conversation.objects.for_tenant(extracting).update(updated_at=timezone.now() - timedelta(hours=1))
+    take_queued_tasks(settings.MEMORY_DERIVED_QUEUE)
+
+    assert quiet_sweep() == 0
+    assert ExtractionUsage.objects.for_tenant(extracting).get().skipped_reads == 0
