@@ -124,6 +124,10 @@ def _cut(text: str) -> str:
     return text if prefix == text else prefix.rstrip() + "…"
 
 
+# The longest answer read (a hostile server may send more than any model's token bound), and the
+# places in prose around an answer where its JSON may begin.
+MAX_ANSWER_CHARS = 1_000_000
+EMBEDDED_TRIES = 20
 FENCE = re.compile(r"```(?:json)?\s*(?P<body>.*?)```", re.DOTALL)
 
 
@@ -132,23 +136,28 @@ def answer_read(text: str) -> list[Operation]:
     stripped = text.strip()
     if not stripped:
         raise MalformedOutput('The model answered with no text; expected a JSON object {"operations": [...]}.')
+    if len(stripped) > MAX_ANSWER_CHARS:
+        raise MalformedOutput(f"The model's answer is {len(stripped)} characters; at most {MAX_ANSWER_CHARS} are read.")
     fenced = FENCE.search(stripped)
     candidate = fenced["body"].strip() if fenced else stripped
     try:
         value = json.loads(candidate)
+    except RecursionError:
+        raise MalformedOutput("The model's answer nests JSON deeper than can be read.") from None
     except ValueError:
         value = _embedded_json(candidate)
     return operations_parse(value)
 
 
 def _embedded_json(text: str) -> Any:
-    """The first JSON object or list within prose around it, or ``MalformedOutput``."""
+    """The JSON object or list that begins at one of the first ``EMBEDDED_TRIES`` "{" or "[" of
+    prose around it, or ``MalformedOutput``."""
     decoder = json.JSONDecoder()
-    for index, character in enumerate(text):
-        if character in "{[":
-            try:
-                value, _ = decoder.raw_decode(text, index)
-            except ValueError:
-                continue
-            return value
+    starts = [index for index, character in enumerate(text) if character in "{["][:EMBEDDED_TRIES]
+    for index in starts:
+        try:
+            value, _ = decoder.raw_decode(text, index)
+        except (ValueError, RecursionError):
+            continue
+        return value
     raise MalformedOutput(f"The model's answer is not JSON: {text[:200]!r}")

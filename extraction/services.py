@@ -27,7 +27,8 @@ naming the problem when it is not one):
   stopped holding; a delete sets ``valid_to`` and keeps the memory.
 
 Every apply of one user takes a transaction-scoped advisory lock on (tenant, user), so two
-extractions of the same user queue behind each other.
+extractions of the same user queue behind each other; and it holds the conversation's row against an
+erase (``_still_there``), so that an erase during an extraction leaves nothing read from it.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class Applied:
     unchanged: int = 0  # "none", or an update that changed nothing
     refused: list[str] = field(default_factory=list)  # why each refused operation was
     repeated: bool = False  # the read ended at or before the watermark: nothing was applied
+    erased: bool = False  # the conversation was erased while its turns were read: nothing was applied
 
 
 def messages_read(
@@ -244,13 +246,21 @@ def memories_apply(
     with what an earlier replay wrote."""
     with transaction.atomic():
         _user_lock(tenant, conversation.user_id)
+        if not _still_there(tenant, conversation):
+            return Applied(erased=True)
         watermark, _ = ExtractionWatermark.objects.for_tenant(tenant).get_or_create(tenant=tenant, conversation=conversation)
         if read_through_seq <= watermark.read_through_seq and not replay:
             return Applied(repeated=True)
+        # Messages erased while the model read them are no source (``_still_there``).
+        kept = set(
+            Message.objects.for_tenant(tenant)
+            .filter(conversation=conversation, message_id__in=[message.message_id for message in read])
+            .values_list("message_id", flat=True)
+        )
         applying = _Applying(
             tenant=tenant,
             user_id=conversation.user_id,
-            read={str(message.message_id): message for message in read},
+            read={str(message.message_id): message for message in read if message.message_id in kept},
             model=model,
             now=timezone.now(),
         )
@@ -271,6 +281,19 @@ def memories_apply(
         refused=len(applied.refused),
     )
     return applied
+
+
+def _still_there(tenant: Tenant, conversation: Conversation) -> bool:
+    """Whether the conversation still exists, its row then locked against an erase until the apply
+    commits (FOR KEY SHARE: the erase's FOR UPDATE waits, the appends' updates do not). An erase that
+    began first has erased what was derived from it already: the apply then writes nothing; one that
+    begins after erases what the apply wrote. Either way nothing read from erased messages stays."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT 1 FROM {Conversation._meta.db_table} WHERE id = %s AND tenant_id = %s FOR KEY SHARE",  # noqa: S608 - a constant
+            [conversation.pk, tenant.pk],
+        )
+        return cursor.fetchone() is not None
 
 
 @dataclass

@@ -100,6 +100,20 @@ def conversation_extract(
             raise self.retry(exc=error, countdown=_backoff(self.request.retries), queue=settings.MEMORY_DERIVED_QUEUE) from error
         logger.error("extraction_abandoned", tenant=tenant.slug, conversation_id=conversation_id, error=str(error))
         return None  # the turns stay unread: the quiet sweep publishes them again
+    except Exception as error:  # a defect, not the model's: shown to operators as a dead letter, never lost silently
+        logger.exception("extraction_failed", tenant=tenant.slug, conversation_id=conversation_id)
+        dead_letter_record(
+            task_name=NAME,
+            payload={
+                "tenant_id": tenant_id,
+                "conversation_id": conversation_id,
+                "after_seq": after_seq,
+                "through_seq": through_seq,
+            },
+            error=f"error: {error!r}",
+            attempts=self.request.retries + 1,
+        )
+        return {"stopped": "dead_letter", "reason": "error"}
     return {
         "stopped": result.stopped,
         "reads": result.reads,

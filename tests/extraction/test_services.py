@@ -1,10 +1,12 @@
 """Applying an extractor's answer: operations read strictly, applied to one user of one tenant, once,
 with history kept and erase leaving nothing derived behind."""
 
+import threading
 import uuid
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection, transaction
 
 from conversations import services as conversation_services
 from conversations.models import Conversation
@@ -314,3 +316,52 @@ def test_clearing_a_conversations_messages_erases_what_was_read_from_them_and_it
     assert list(Memory.objects.for_tenant(tenant).values_list("text", flat=True)) == ["Caroline lives in Boston."]
     assert not ExtractionWatermark.objects.for_tenant(tenant).filter(conversation=cleared).exists()
     assert Conversation.objects.for_tenant(tenant).filter(pk=cleared.pk).exists()
+
+
+def test_a_read_applied_after_its_conversation_was_erased_writes_nothing(tenant):
+    conversation = conversation_of(tenant)
+    read = read_of(tenant, conversation)  # what the model was given before the erase
+    conversation_services.conversation_erase(tenant=tenant, conversation_id="c1")
+
+    applied = apply(tenant, conversation, [add(source=str(read[0].message_id))], read=read)
+
+    assert applied.erased
+    assert not Memory.objects.for_tenant(tenant).exists()
+    assert not ExtractionWatermark.objects.for_tenant(tenant).exists()
+
+
+def test_a_read_applied_after_its_messages_were_cleared_keeps_nothing_read_from_them(tenant):
+    conversation = conversation_of(tenant)
+    read = read_of(tenant, conversation)
+    conversation_services.conversation_erase(tenant=tenant, conversation_id="c1", messages_only=True)
+
+    applied = apply(tenant, conversation, [add(source=str(read[0].message_id))], read=read)
+
+    assert applied.added == 0
+    assert "none of its sources" in applied.refused[0]
+    assert not Memory.objects.for_tenant(tenant).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_apply_waits_for_an_erase_in_progress_and_then_writes_nothing(tenant):
+    conversation = conversation_of(tenant)
+    read = read_of(tenant, conversation)
+    outcome = {}
+
+    def applying():
+        try:
+            outcome["applied"] = apply(tenant, conversation, [add(source=str(read[0].message_id))], read=read)
+        finally:
+            connection.close()
+
+    with transaction.atomic():  # the erase: the conversation's row held, then its rows deleted
+        Conversation.objects.for_tenant(tenant).filter(pk=conversation.pk).select_for_update().get()
+        worker = threading.Thread(target=applying)
+        worker.start()
+        worker.join(timeout=1)
+        assert worker.is_alive()  # waiting on the row, not writing beside the erase
+        conversation_services.conversation_erase(tenant=tenant, conversation_id="c1")
+    worker.join(timeout=10)
+
+    assert outcome["applied"].erased
+    assert not Memory.objects.for_tenant(tenant).exists()
