@@ -73,6 +73,11 @@ class MemoryFilters:
     subject: str | None = None
     valid_at: datetime | None = None
     include_past: bool = False
+    # Memories read from any of these conversations (the client's ids), as message search narrows.
+    conversation_ids: tuple[str, ...] = ()
+    # Memories holding from within these times (an event's date), both ends included.
+    start_date: datetime | None = None
+    end_date: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,19 @@ def user_memories(*, tenant: Tenant, user_id: str, filters: MemoryFilters = Memo
         )
     elif not filters.include_past:
         memories = memories.filter(valid_to__isnull=True)
+    if filters.conversation_ids:
+        from conversations.models import Conversation
+
+        pks = list(
+            Conversation.objects.for_tenant(tenant)
+            .filter(user_id=user_id, conversation_id__in=filters.conversation_ids)
+            .values_list("pk", flat=True)
+        )
+        memories = memories.filter(conversation_pks__overlap=pks)
+    if filters.start_date is not None:
+        memories = memories.filter(valid_from__gte=filters.start_date)
+    if filters.end_date is not None:
+        memories = memories.filter(valid_from__lte=filters.end_date)
     return memories.order_by("-updated_at", "-id")
 
 

@@ -28,6 +28,19 @@ class MemoryQuerySerializer(PageQuerySerializer):
     include_past = serializers.BooleanField(
         required=False, default=False, help_text="Also memories an update or delete took back (valid_to set)."
     )
+    conversation_id = serializers.ListField(
+        child=serializers.CharField(max_length=200),
+        required=False,
+        max_length=50,
+        help_text="Only memories read from these conversations of the user (repeat the parameter for several).",
+    )
+    start_date = serializers.DateTimeField(required=False, help_text="Only memories holding from this time on (ISO 8601).")
+    end_date = serializers.DateTimeField(required=False, help_text="Only memories holding from this time or before.")
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if hasattr(data, "getlist"):  # a query string: the repeated parameter as a list
+            data = {**data.dict(), "conversation_id": data.getlist("conversation_id")} if "conversation_id" in data else data
+        return super().to_internal_value(data)
 
     def validate_query(self, value: str) -> str:
         if len(value) > settings.MEMORY_MAX_QUERY_CHARS:

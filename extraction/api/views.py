@@ -45,8 +45,8 @@ class MemoryListView(TenantAPIView):
         responses=serializers.MemoryListOutSerializer,
         description="The user's memories extracted from their conversations: current ones, newest change first "
         "(limit, offset), or with query the top_k best matches by hybrid search (score set). kind, subject, "
-        "valid_at and include_past filter either. extraction says whether memories are extracted for this "
-        "tenant, and when not, why.",
+        "valid_at, include_past, conversation_id, start_date and end_date filter either. extraction says "
+        "whether memories are extracted for this tenant, and when not, why.",
     )
     def get(self, request: Request, user_id: str) -> Response:
         query = serializers.MemoryQuerySerializer(data=request.query_params)
@@ -57,6 +57,9 @@ class MemoryListView(TenantAPIView):
             subject=values.get("subject"),
             valid_at=values.get("valid_at"),
             include_past=values["include_past"],
+            conversation_ids=tuple(values.get("conversation_id", ())),
+            start_date=values.get("start_date"),
+            end_date=values.get("end_date"),
         )
         try:
             if values.get("query"):

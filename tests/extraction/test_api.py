@@ -88,6 +88,16 @@ def test_search_ranks_by_the_query_and_filters_by_kind_subject_and_date(api, ext
     assert before == []
 
 
+def test_memories_are_filtered_by_the_conversations_they_were_read_from_and_by_when_they_hold(api, extracting):
+    memories_of(extracting, BOSTON, MOVE)
+    memories_of(extracting, POTTERY, conversation_id="c2")
+
+    from_c2 = api.get(url(), {"conversation_id": ["c2", "unknown"]}).json()["results"]
+    assert [memory["text"] for memory in from_c2] == ["Ana loves pottery."]
+    in_may = api.get(url(), {"start_date": "2023-05-01T00:00:00Z", "end_date": "2023-05-02T00:00:00Z"}).json()["results"]
+    assert [memory["text"] for memory in in_may] == ["Caroline moved to Boston."]
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [({"kind": "rumour"}, "kind"), ({"valid_at": "yesterday"}, "valid_at"), ({"top_k": 0}, "top_k"), ({"limit": -1}, "limit")],
