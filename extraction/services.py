@@ -463,7 +463,8 @@ class InvalidCorrection(MemoryServiceError):
 def memory_correct(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, changes: Mapping[str, Any], by: str) -> Memory:
     """Correct one memory of a user by hand: its ``changes`` (of ``CORRECTABLE``, checked as a model's
     are) made, the version replaced kept as history (an ``update`` change recorded as made by ``by``).
-    Setting ``valid_to`` takes it back as a delete would; clearing it (None) makes it current again."""
+    Setting ``valid_to`` takes it back as a delete would; clearing it (None) makes it current again. A
+    correction that changes nothing (one sent twice) records nothing."""
     unknown = sorted(set(changes) - set(CORRECTABLE))
     if unknown:
         raise InvalidCorrection(
@@ -481,6 +482,7 @@ def memory_correct(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, change
         except MalformedOutput as error:
             raise InvalidCorrection(error.message.replace("operations[0].", "")) from None
         previous = memory.text
+        before = (memory.kind, memory.subject, memory.text, memory.valid_from, memory.valid_to, memory.confidence)
         memory.kind = checked.kind or memory.kind
         memory.subject = checked.subject or memory.subject
         memory.text = checked.text or memory.text
@@ -489,6 +491,8 @@ def memory_correct(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, change
             memory.confidence = checked.confidence
         if "valid_to" in changes:
             memory.valid_to = valid_to
+        if (memory.kind, memory.subject, memory.text, memory.valid_from, memory.valid_to, memory.confidence) == before:
+            return memory  # sent again, or nothing new: no change to record
         memory.model = by
         if memory.text != previous:
             memory.embedding, memory.embedding_model = None, ""  # embedded again below

@@ -30,7 +30,8 @@ from tenants.models import Tenant
 
 INSTRUCTIONS = (
     "Conversation memory for this tenant: append each turn with append_messages, build the next prompt with "
-    "get_context, search past messages with search_memory, and keep what you learn about a user with set_fact. "
+    "get_context, search past messages with search_memory, read what the service learnt about a user from their "
+    "conversations with get_memories, and keep what you learn about a user with set_fact. "
     "Errors carry the service's stable error code; a retry with the same message ids is always safe."
 )
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from django.db import DatabaseError
 from rest_framework.exceptions import ValidationError
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -31,6 +32,12 @@ from conversations.api import errors
 from conversations.api import serializers as conversation_serializers
 from conversations.api.views import _conversation_id, _new_conversation_id
 from conversations.models import Role
+from core.exceptions import NotFound
+from extraction import selectors as extraction_selectors
+from extraction import services as extraction_services
+from extraction.api import serializers as extraction_serializers
+from extraction.api.views import _database_unavailable, _memory_id
+from extraction.models import Memory, MemoryKind
 from facts import selectors as fact_selectors
 from facts import services as fact_services
 from facts.api import serializers as fact_serializers
@@ -81,6 +88,7 @@ FORMAT = {
     "default": "openai",
     "description": "The message format: openai (role, content, tool_calls, tool_call_id) or langchain (message dicts).",
 }
+MEMORY_ID = {"type": "string", "format": "uuid", "description": "The memory's memory_id, as get_memories answers it."}
 MESSAGE = {
     "type": "object",
     "properties": {
@@ -225,6 +233,71 @@ def delete_fact(*, tenant: Tenant, user_id: Any, key: Any) -> dict[str, Any]:
     return {"user_id": user_id, "key": fact_selectors.stored_key(key), "deleted": True}
 
 
+def _memories(tenant: Tenant, memories: list[Memory], *, scores: dict[int, float | None] | None = None) -> list[dict]:
+    context = {
+        "conversation_ids": extraction_selectors.conversation_ids_of(tenant=tenant, memories=memories),
+        "scores": scores or {},
+    }
+    return extraction_serializers.MemoryOutSerializer(memories, many=True, context=context).data
+
+
+def get_memories(*, tenant: Tenant, user_id: Any, conversation_ids: Any = None, **options: Any) -> dict[str, Any]:
+    user_id = _string(user_id, field="user_id")
+    # The endpoint's query: its conversation filter is the repeated "conversation_id" there.
+    query = extraction_serializers.MemoryQuerySerializer(data=_given(conversation_id=conversation_ids, **options))
+    query.is_valid(raise_exception=True)
+    values = query.validated_data
+    filters = extraction_selectors.MemoryFilters(
+        kind=values.get("kind"),
+        subject=values.get("subject"),
+        valid_at=values.get("valid_at"),
+        include_past=values["include_past"],
+        conversation_ids=tuple(values.get("conversation_id", ())),
+        start_date=values.get("start_date"),
+        end_date=values.get("end_date"),
+    )
+    try:
+        if values.get("query"):
+            hits = extraction_selectors.memories_search(
+                tenant=tenant,
+                user_id=user_id,
+                query=values["query"],
+                top_k=values.get("top_k") or int(tenant.setting("MEMORY_TOP_K")),
+                filters=filters,
+            )
+            memories = [hit.memory for hit in hits]
+            results = _memories(tenant, memories, scores={hit.memory.pk: hit.score for hit in hits})
+            count = len(memories)
+        else:
+            listed = extraction_selectors.user_memories(tenant=tenant, user_id=user_id, filters=filters)
+            offset, limit = values["offset"], values.get("limit") or 50
+            results = _memories(tenant, list(listed[offset : offset + limit]))
+            count = listed.count()
+    except DatabaseError as error:
+        raise _database_unavailable() from error
+    return {"user_id": user_id, "extraction": extraction_selectors.extraction_status(tenant), "count": count, "results": results}
+
+
+def get_memory(*, tenant: Tenant, user_id: Any, memory_id: Any) -> dict[str, Any]:
+    user_id = _string(user_id, field="user_id")
+    memory_id = _string(memory_id, field="memory_id")
+    memory = extraction_selectors.memory_get(tenant=tenant, user_id=user_id, memory_id=_memory_id(memory_id))
+    if memory is None:
+        raise NotFound(f"User {user_id!r} has no memory {memory_id}.")
+    context = {
+        "conversation_ids": extraction_selectors.conversation_ids_of(tenant=tenant, memories=[memory]),
+        "history": extraction_selectors.memory_history(tenant=tenant, memory=memory),
+    }
+    return extraction_serializers.MemoryDetailOutSerializer(memory, context=context).data
+
+
+def delete_memory(*, tenant: Tenant, user_id: Any, memory_id: Any) -> dict[str, Any]:
+    user_id = _string(user_id, field="user_id")
+    memory_id = _string(memory_id, field="memory_id")
+    memory = extraction_services.memory_invalidate(tenant=tenant, user_id=user_id, memory_id=_memory_id(memory_id), by="mcp")
+    return {"user_id": user_id, "memory_id": str(memory.memory_id), "deleted": True}
+
+
 TOOLS = [
     Tool(
         name="append_messages",
@@ -352,6 +425,69 @@ TOOLS = [
             required=["user_id", "key"],
         ),
         run=delete_fact,
+        destructive=True,
+    ),
+    Tool(
+        name="get_memories",
+        description="What the service has learnt about a user from their conversations: statements (facts, "
+        "preferences, events, relations) about the user or people they named, each with when it began to hold and "
+        "the messages it was read from. With query: the top_k best matches, best first; without: the newest first. "
+        "Only current ones unless valid_at (what held then) or include_past. extraction says whether memories are "
+        "extracted for this tenant at all, and if not, why.",
+        input_schema=_schema(
+            {
+                "user_id": USER_ID,
+                "query": {"type": "string", "description": "Rank the memories by this text (hybrid search)."},
+                "top_k": {"type": "integer", "minimum": 1, "description": "With query: at most this many; default MEMORY_TOP_K."},
+                "kind": {"type": "string", "enum": list(MemoryKind.values)},
+                "subject": {"type": "string", "description": "Only memories about this person (case aside)."},
+                "valid_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "Only memories that held at this moment, past ones included.",
+                },
+                "include_past": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Also memories that no longer hold (an update or a delete took them back).",
+                },
+                "conversation_ids": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Only memories read from these conversations of the user.",
+                },
+                "start_date": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "Only memories holding from this moment on (an event's date).",
+                },
+                "end_date": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "Only memories holding from this moment or before.",
+                },
+                "limit": {"type": "integer", "minimum": 1, "description": "Without query: at most this many (default 50)."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Without query: skip this many."},
+            },
+            required=["user_id"],
+        ),
+        run=get_memories,
+        read_only=True,
+    ),
+    Tool(
+        name="get_memory",
+        description="One memory of a user (its memory_id from get_memories) with its history: every change, newest "
+        "first, with the text it replaced, when it stopped holding, and which messages or model made it.",
+        input_schema=_schema({"user_id": USER_ID, "memory_id": MEMORY_ID}, required=["user_id", "memory_id"]),
+        run=get_memory,
+        read_only=True,
+    ),
+    Tool(
+        name="delete_memory",
+        description="Take back a memory of a user that no longer holds or that the user asked to forget: it stops "
+        "being current (and leaves get_memories and the context) and its history is kept.",
+        input_schema=_schema({"user_id": USER_ID, "memory_id": MEMORY_ID}, required=["user_id", "memory_id"]),
+        run=delete_memory,
         destructive=True,
     ),
 ]

@@ -21,6 +21,16 @@ matches ``("users", "42")`` and never ``("users-archive",)``.
   (prefix or suffix, "*" matching any label), cut to ``max_depth`` labels, sorted like Python sorts
   tuples (label by label, by code point), then paged.
 
+Extracted memories are items too, read-only: under ``(MEMORIES_ROOT, user_id)`` a get answers the
+user's memory whose ``memory_id`` is the key (current or taken back, as the memories API reads one),
+and a search the user's current memories, as ``extraction.selectors`` lists them (newest change
+first, ``score`` None) or ranks them for a query (the memories' hybrid search: only the memories it
+finds, best first). Each is an item whose value is ``memory_value``'s, whose times are the memory's,
+which never expires and which no write reaches (``services.operation_parse`` refuses puts and deletes
+there). A filter of such a search is ``kind`` or ``subject`` (case aside) equal to a string. These
+namespaces are not listed: ``namespaces_list`` lists where items were put, and a search with an
+empty prefix answers those items only.
+
 Filters (``filter_sql``) follow ``InMemoryStore``: a field's JSON value equals the one given
 (``$eq``, or a plain value; an object matches the fields it names, recursively; an array matches
 exactly), differs from it (``$ne``, also true when the field is missing), or compares as a number
@@ -32,6 +42,7 @@ otherwise the path it spells through nested objects, as LangGraph's newer ``InMe
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,6 +54,8 @@ from django.db.models import BooleanField, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 
 from core.exceptions import ServiceUnavailable
+from extraction import selectors as extraction_selectors
+from extraction.models import Memory
 from search import embeddings, ranking
 from store.models import StoreItem
 from tenants.models import Tenant
@@ -91,6 +104,8 @@ def live_items(*, tenant: Tenant, now: datetime) -> QuerySet[StoreItem]:
 
 
 def item_get(*, tenant: Tenant, namespace: tuple[str, ...], key: str, now: datetime) -> StoreItem | None:
+    if is_memories(namespace):
+        return memory_item_get(tenant=tenant, namespace=namespace, key=key)
     return live_items(tenant=tenant, now=now).filter(namespace=list(namespace), key=key).defer("embedding").first()
 
 
@@ -200,6 +215,10 @@ def items_search(
     offset: int,
     now: datetime,
 ) -> list[Hit]:
+    if is_memories(namespace_prefix):
+        return memory_items_search(
+            tenant=tenant, namespace_prefix=namespace_prefix, query=query, filter=filter, limit=limit, offset=offset
+        )
     items = _under(tenant=tenant, namespace_prefix=namespace_prefix, filter=filter, now=now)
     if not query:
         return [Hit(item=item, score=None) for item in items.defer("embedding", "indexed_text")[offset : offset + limit]]
@@ -239,6 +258,79 @@ def _ranked(*, tenant: Tenant, candidates: list[int], query: str, top_k: int) ->
                 order = np.argsort(-similarities, kind="stable")[:depth]
                 vector = [(rows[index][0], float(similarities[index])) for index in order]
     return ranking.fuse(vector=vector, keyword=keyword, top_k=top_k)
+
+
+# --- Extracted memories, read as items ------------------------------------------------------------
+
+MEMORIES_ROOT = "extracted_memories"
+MEMORY_FILTER_FIELDS = ("kind", "subject")
+
+
+def is_memories(namespace: tuple[str, ...]) -> bool:
+    return bool(namespace) and namespace[0] == MEMORIES_ROOT
+
+
+def memory_value(memory: Memory) -> dict[str, Any]:
+    """What an item of extracted memories holds: the statement, when it holds, and its sources."""
+    return {
+        "kind": memory.kind,
+        "subject": memory.subject,
+        "text": memory.text,
+        "valid_from": memory.valid_from.isoformat() if memory.valid_from else None,
+        "valid_to": memory.valid_to.isoformat() if memory.valid_to else None,
+        "confidence": memory.confidence,
+        "message_ids": [str(message_id) for message_id in memory.message_ids],
+    }
+
+
+def _memory_item(*, tenant: Tenant, user_id: str, memory: Memory) -> StoreItem:
+    # Shaped as an item to be answered as one; never saved (the memory's row is its only copy).
+    return StoreItem(
+        tenant=tenant,
+        namespace=[MEMORIES_ROOT, user_id],
+        key=str(memory.memory_id),
+        value=memory_value(memory),
+        created_at=memory.created_at,
+        updated_at=memory.updated_at,
+    )
+
+
+def memory_item_get(*, tenant: Tenant, namespace: tuple[str, ...], key: str) -> StoreItem | None:
+    """The user's memory keyed by its ``memory_id``, current or not; None for any other address."""
+    if len(namespace) != 2:
+        return None
+    try:
+        memory_id = uuid.UUID(key)
+    except ValueError:
+        return None
+    memory = extraction_selectors.memory_get(tenant=tenant, user_id=namespace[1], memory_id=memory_id)
+    return None if memory is None else _memory_item(tenant=tenant, user_id=namespace[1], memory=memory)
+
+
+def memory_items_search(
+    *,
+    tenant: Tenant,
+    namespace_prefix: tuple[str, ...],
+    query: str | None,
+    filter: dict[str, Any] | None,  # noqa: A002 - LangGraph's name
+    limit: int,
+    offset: int,
+) -> list[Hit]:
+    """The user's current memories as items (see the module's contract); nothing deeper than the user."""
+    if len(namespace_prefix) != 2 or not limit:
+        return []
+    user_id = namespace_prefix[1]
+    equal = {name: condition["$eq"] if isinstance(condition, dict) else condition for name, condition in (filter or {}).items()}
+    filters = extraction_selectors.MemoryFilters(kind=equal.get("kind"), subject=equal.get("subject"))
+    if query:
+        hits = extraction_selectors.memories_search(
+            tenant=tenant, user_id=user_id, query=query, top_k=offset + limit, filters=filters
+        )
+        return [
+            Hit(item=_memory_item(tenant=tenant, user_id=user_id, memory=hit.memory), score=hit.score) for hit in hits[offset:]
+        ]
+    memories = extraction_selectors.user_memories(tenant=tenant, user_id=user_id, filters=filters)[offset : offset + limit]
+    return [Hit(item=_memory_item(tenant=tenant, user_id=user_id, memory=memory), score=None) for memory in memories]
 
 
 # --- Namespaces --------------------------------------------------------------------------------------

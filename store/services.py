@@ -29,6 +29,9 @@ both answer 400 ``details.field`` naming the operation and its field, e.g. ``ope
   ``$gte``, ``$lt``, ``$lte``; the ordering operators take a number and match only numbers. A
   dotted field name is the value's field of that name, else the path through nested objects.
 - ``limit`` at most MEMORY_MAX_PAGE_SIZE, ``offset + limit`` at most a hundred pages.
+- ``["extracted_memories", <user_id>]`` (``selectors.MEMORIES_ROOT``) holds the user's extracted
+  memories, read-only: a put or delete there is refused, a search there names the user, and its
+  filter is ``kind`` or ``subject`` equal to a non-empty string (see ``store.selectors``).
 
 TTL: a put with ``ttl`` expires that many minutes after the write; a get or search with
 ``refresh_ttl`` (the default) starts the item's time again. An expired item is never answered,
@@ -275,6 +278,22 @@ def check_filter(value: Any, *, field: str) -> dict[str, Any] | None:
     return value
 
 
+def _check_memories_search(namespace_prefix: tuple[str, ...], search_filter: dict[str, Any] | None, *, field: str) -> None:
+    if len(namespace_prefix) < 2:
+        raise _invalid(
+            f"{field}.namespace_prefix",
+            f'a search of extracted memories names the user: ["{selectors.MEMORIES_ROOT}", <user_id>].',
+        )
+    for name, condition in (search_filter or {}).items():
+        value = condition.get("$eq") if isinstance(condition, dict) and list(condition) == ["$eq"] else condition
+        if name not in selectors.MEMORY_FILTER_FIELDS or not isinstance(value, str) or not value:
+            raise _invalid(
+                f"{field}.filter.{name}",
+                "extracted memories are filtered by kind and subject only, each equal to a non-empty string "
+                '(e.g. {"kind": "preference"}).',
+            )
+
+
 def _check_query(value: Any, *, field: str) -> str | None:
     if value is None:
         return None
@@ -322,16 +341,27 @@ def operation_parse(body: Any, *, field: str) -> Operation:
         )
     if kind == "search":
         limit, offset = _check_page(body, field=field, default_limit=DEFAULT_SEARCH_LIMIT)
+        namespace_prefix = check_namespace(body.get("namespace_prefix", []), field=f"{field}.namespace_prefix")
+        search_filter = check_filter(body.get("filter"), field=f"{field}.filter")
+        if selectors.is_memories(namespace_prefix):
+            _check_memories_search(namespace_prefix, search_filter, field=field)
         return SearchOperation(
-            namespace_prefix=check_namespace(body.get("namespace_prefix", []), field=f"{field}.namespace_prefix"),
+            namespace_prefix=namespace_prefix,
             query=_check_query(body.get("query"), field=f"{field}.query"),
-            filter=check_filter(body.get("filter"), field=f"{field}.filter"),
+            filter=search_filter,
             limit=limit,
             offset=offset,
             refresh_ttl=_check_bool(body.get("refresh_ttl"), field=f"{field}.refresh_ttl", default=True),
         )
     if kind in ("put", "delete"):
         namespace = check_namespace(body.get("namespace"), field=f"{field}.namespace", allow_empty=False)
+        if selectors.is_memories(namespace):
+            raise _invalid(
+                f"{field}.namespace",
+                f'["{selectors.MEMORIES_ROOT}", <user_id>] holds the memories the service extracts from conversations '
+                "and is read-only here: correct or delete one through /api/v1/users/{user_id}/memories/{memory_id}/, "
+                "and put your own items under another namespace.",
+            )
         key = check_key(body.get("key"), field=f"{field}.key")
         if kind == "delete":
             return PutOperation(namespace=namespace, key=key, value=None)

@@ -9,8 +9,7 @@ class TenantsConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from tenants import chat_models, schema  # noqa: F401 - schema registers the OpenAPI security scheme
-        from tenants.models import setting_check_register
-        from tenants.models import ProviderCredential, Tenant, TenantApiKey
+        from tenants.models import ProviderCredential, Tenant, TenantApiKey, setting_check_register
         from tenants.services import api_key_forget, provider_credential_forget, tenant_forget
 
         # A key saved (revoked, expired, moved) or deleted (or every key of a deleted tenant, by

@@ -7,6 +7,8 @@ from django.utils import timezone
 from faker import Faker
 
 from conversations.models import Conversation, Message
+from extraction.models import Memory
+from extraction.services import memories_apply, memories_embed, messages_read, operations_parse
 from tenants.models import Tenant
 
 fake = Faker()
@@ -62,3 +64,23 @@ def conversation_with_messages(
         batch_size=2000,
     )
     return conversation
+
+
+def extracted_memories(tenant: Tenant, *operations: dict, user_id: str, conversation_id: str = "said") -> list[Memory]:
+    """The user's memories once an extractor's ``operations`` (``{"op": "add", "kind", "subject",
+    "text", ...}``) are applied to a conversation of theirs, each read from its first message, and
+    embedded, as an extraction run applies a model's answer (``extraction.runs``): oldest first."""
+    said = [("user", "I moved to Boston last week, my sister Ana loves pottery.", {}), ("assistant", "Lovely!", {})]
+    conversation = conversation_with_messages(tenant, conversation_id, rows=said, user_id=user_id)
+    read = messages_read(tenant=tenant, conversation=conversation)
+    sources = [str(read[0].message_id)]
+    memories_apply(
+        tenant=tenant,
+        conversation=conversation,
+        read_through_seq=conversation.last_seq,
+        read=read,
+        operations=operations_parse({"operations": [{**operation, "sources": sources} for operation in operations]}),
+        model="scripted-model",
+    )
+    memories_embed(tenant=tenant, user_id=user_id)
+    return list(Memory.objects.for_tenant(tenant).filter(user_id=user_id).order_by("created_at", "pk"))

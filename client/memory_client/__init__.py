@@ -1,8 +1,8 @@
 """Client of the conversation memory service, for agents: no Django needed.
 
 * :mod:`memory_client.http`: :class:`MemoryClient`, the whole REST API sync and async
-  (conversations, messages, window, context, the memory document, search, summaries, facts, users,
-  the chat loop, checkpoints, status) with bounded retries that are safe to repeat;
+  (conversations, messages, window, context, the memory document, search, summaries, extracted
+  memories, facts, users, the chat loop, checkpoints, status) with bounded retries that are safe to repeat;
   :class:`MemoryServiceError` and its subclasses by status for the service's errors, each carrying
   the API's error ``code``.
 * :mod:`memory_client.messages`: how LangChain messages are stored and read back without loss.

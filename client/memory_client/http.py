@@ -12,14 +12,15 @@ Contract:
   other status is the base class. A service that cannot be reached after the retries is
   :class:`Unreachable` (``status=None``, ``code="unreachable"``). Errors survive ``copy.deepcopy``
   and being sent between processes.
-* A conversation id the service would refuse (see :func:`check_conversation_id`), and a user id or
-  fact key that cannot be one segment of a URL path, raise ``ValueError`` before any request.
+* A conversation id the service would refuse (see :func:`check_conversation_id`), and a user id,
+  fact key or memory id that cannot be one segment of a URL path, raise ``ValueError`` before any
+  request.
 * Reads of something that may not exist yet answer an empty value instead of raising: the window
   and message list of an unknown conversation are ``[]``, its summaries ``[]``, a missing
-  conversation, memory document, message, fact or checkpoint is ``None``, a fact's history is an
-  empty page, and clearing, erasing or deleting what does not exist is a no-op. Only the service's
-  own ``not_found`` answer counts: a 404 from a path the service does not know (an older deployment,
-  a proxy) still raises.
+  conversation, memory document, message, fact, extracted memory or checkpoint is ``None``, a fact's
+  history is an empty page, and clearing, erasing or deleting what does not exist is a no-op. Only
+  the service's own ``not_found`` answer counts: a 404 from a path the service does not know (an
+  older deployment, a proxy) still raises.
 * Retries: a 503 (waiting ``Retry-After``, capped at ``RETRY_AFTER_CAP`` seconds), a refused or
   dropped connection and a timeout are retried up to ``retries`` times, with exponential backoff.
   Every call is safe to repeat, because what a write says is fixed before the first attempt and the
@@ -28,11 +29,13 @@ Contract:
   also how a ``write_indeterminate`` 503 is settled), a chat turn's message gets its ``message_id``
   first too, a checkpoint is put under its own id, writes are keyed by task and index, the memory
   document, facts and conversation changes are replaced by value (sending them again changes
-  nothing), a summary asked for again is the one filed, and deletes are idempotent. A conversation
-  create whose resend meets ``conflict`` (the first attempt stored it, its answer was lost) answers
-  the conversation when it holds what was sent. A 503 that no retry changes (``PERMANENT_UNAVAILABLE``:
-  the tenant's chat model is not configured or usable) is raised at once. A 429 is raised, not
-  retried: its ``retry_after`` says when to try again.
+  nothing), a summary asked for again is the one filed, and deletes are idempotent. An extracted
+  memory's correction is by value too and a resent delete leaves it taken back, though its history
+  records a resent correction or delete once more (and the delete's time is the resend's). A
+  conversation create whose resend meets ``conflict`` (the first attempt stored it, its answer was
+  lost) answers the conversation when it holds what was sent. A 503 that no retry changes
+  (``PERMANENT_UNAVAILABLE``: the tenant's chat model is not configured or usable) is raised at
+  once. A 429 is raised, not retried: its ``retry_after`` says when to try again.
 * Appends are sent in batches of at most ``MAX_BATCH`` messages, in order.
 * The async methods use an ``httpx.AsyncClient`` created on first use, one per event loop, so a
   client may serve several ``asyncio.run`` calls.
@@ -49,7 +52,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict
 from urllib.parse import quote
@@ -78,6 +81,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 MessageFormat = Literal["openai", "langchain"]
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 SearchScope = Literal["auto", "conversation", "user"]
+MemoryKind = Literal["fact", "preference", "event", "relation"]
 
 
 # --- errors ---------------------------------------------------------------------------------------
@@ -354,6 +358,78 @@ class FactHistoryPage(TypedDict):
     results: list[FactChange]
 
 
+class ExtractionStatus(TypedDict):
+    """Whether the service extracts memories from the tenant's conversations, with which ``model``,
+    and when it does not, why: ``reason`` ``"disabled"`` or ``"no_model"``, ``detail`` what to set."""
+
+    enabled: bool
+    model: str | None
+    reason: Literal["disabled", "no_model"] | None
+    detail: str | None
+
+
+class Memory(TypedDict):
+    """One statement the service extracted from a user's conversations, about a ``subject`` (the user,
+    or someone they named). It holds from ``valid_from`` (None: since it was said) and is ``current``
+    until an update or a delete took it back (``valid_to``). ``message_ids`` and ``conversation_ids``
+    are what it was read from; ``model`` what last changed it (a chat model, ``"api"``, ``"mcp"``);
+    ``score`` its rank in a search (None in a list)."""
+
+    memory_id: str
+    kind: MemoryKind
+    subject: str
+    text: str
+    valid_from: str | None
+    valid_to: str | None
+    current: bool
+    confidence: float
+    message_ids: list[str]
+    conversation_ids: list[str]
+    model: str
+    created_at: str
+    updated_at: str
+    score: float | None
+
+
+class MemoryChange(TypedDict):
+    """One change of a memory: the version it made (``text``...) and the text it replaced."""
+
+    action: Literal["add", "update", "delete", "merge"]
+    text: str
+    previous_text: str | None
+    valid_from: str | None
+    valid_to: str | None
+    confidence: float
+    message_ids: list[str]
+    model: str
+    changed_at: str
+
+
+class MemoryDetail(Memory):
+    """A memory with its ``history``, newest change first."""
+
+    history: list[MemoryChange]
+
+
+class MemoryList(TypedDict):
+    """A user's memories (``count`` of all that match; with a query, the hits answered) and whether the
+    tenant extracts at all (``extraction``), so that an empty list says why."""
+
+    user_id: str
+    extraction: ExtractionStatus
+    count: int
+    results: list[Memory]
+
+
+class _Unchanged:
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+# A correction's ``valid_to`` when not given: left as it is (``None`` makes the memory current again).
+UNCHANGED: Final = _Unchanged()
+
+
 # --- one request ----------------------------------------------------------------------------------
 
 
@@ -421,6 +497,15 @@ def _fact_path(user_id: str, key: str, *rest: str) -> str:
     if key.strip() == "history":
         raise ValueError('The fact key "history" is reserved by the service (it names a path of the API).')
     return _user_path(user_id, "facts", _segment(key, what="fact key"), *rest)
+
+
+def _memory_path(user_id: str, memory_id: str | uuid.UUID) -> str:
+    return _user_path(user_id, "memories", _segment(str(memory_id), what="memory id"))
+
+
+def _day_or_time(value: date | str | None) -> str | None:
+    """A date as ``YYYY-MM-DD``, a datetime in ISO 8601 (the service refuses one without its offset)."""
+    return value.isoformat() if isinstance(value, date) else value
 
 
 def _params(**values: Any) -> dict[str, Any]:
@@ -986,6 +1071,109 @@ class MemoryClient:
     async def asummarize(self, conversation_id: str) -> Summary:
         return await self._asend(self._summarize_call(conversation_id))
 
+    # --- extracted memories ---------------------------------------------------------------------
+
+    def list_memories(
+        self,
+        user_id: str,
+        *,
+        query: str | None = None,
+        top_k: int | None = None,
+        kind: MemoryKind | None = None,
+        subject: str | None = None,
+        valid_at: datetime | str | None = None,
+        include_past: bool | None = None,
+        conversation_ids: Sequence[str] | None = None,
+        start_date: datetime | str | None = None,
+        end_date: datetime | str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> MemoryList:
+        """The memories the service extracted from the user's conversations: the current ones, newest
+        change first (``limit``, 50 unless given, after ``offset``), or with ``query`` the ``top_k``
+        best matches (the tenant's ``MEMORY_TOP_K`` unless given), each with its ``score``. ``kind``,
+        ``subject`` (case aside), ``valid_at`` (those that held then), ``include_past`` (those taken back
+        too), ``conversation_ids`` (read from these conversations) and ``start_date``/``end_date``
+        (holding from within them) narrow either. ``extraction`` says whether the tenant extracts at
+        all, and if not why."""
+        call = self._list_memories_call(
+            user_id, query, top_k, kind, subject, valid_at, include_past, conversation_ids, start_date, end_date, limit, offset
+        )
+        return self._send(call)
+
+    async def alist_memories(
+        self,
+        user_id: str,
+        *,
+        query: str | None = None,
+        top_k: int | None = None,
+        kind: MemoryKind | None = None,
+        subject: str | None = None,
+        valid_at: datetime | str | None = None,
+        include_past: bool | None = None,
+        conversation_ids: Sequence[str] | None = None,
+        start_date: datetime | str | None = None,
+        end_date: datetime | str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> MemoryList:
+        call = self._list_memories_call(
+            user_id, query, top_k, kind, subject, valid_at, include_past, conversation_ids, start_date, end_date, limit, offset
+        )
+        return await self._asend(call)
+
+    def get_user_memory(self, user_id: str, memory_id: str | uuid.UUID) -> MemoryDetail | None:
+        """One extracted memory of the user with its ``history`` (every change, newest first), current
+        or taken back; ``None`` when the user has no memory of this id. (``get_memory`` is the
+        conversation's memory document.)"""
+        return self._found(self._send(_Call("GET", _memory_path(user_id, memory_id), missing_ok=True)))
+
+    async def aget_user_memory(self, user_id: str, memory_id: str | uuid.UUID) -> MemoryDetail | None:
+        return self._found(await self._asend(_Call("GET", _memory_path(user_id, memory_id), missing_ok=True)))
+
+    def correct_memory(
+        self,
+        user_id: str,
+        memory_id: str | uuid.UUID,
+        *,
+        kind: MemoryKind | None = None,
+        subject: str | None = None,
+        text: str | None = None,
+        valid_from: date | str | None = None,
+        valid_to: date | str | None | _Unchanged = UNCHANGED,
+        confidence: float | None = None,
+    ) -> MemoryDetail:
+        """Correct a memory by hand: the fields given change (dates as ``YYYY-MM-DD``, or a datetime
+        with its offset), the version replaced is kept in its history, recorded as made by ``"api"``.
+        ``valid_to`` takes it back from then; ``valid_to=None`` makes it current again. Returns the
+        memory with its history; :class:`NotFound` when there is none, :class:`BadRequest` naming a
+        value the service refuses."""
+        call = self._correct_memory_call(user_id, memory_id, kind, subject, text, valid_from, valid_to, confidence)
+        return self._send(call)
+
+    async def acorrect_memory(
+        self,
+        user_id: str,
+        memory_id: str | uuid.UUID,
+        *,
+        kind: MemoryKind | None = None,
+        subject: str | None = None,
+        text: str | None = None,
+        valid_from: date | str | None = None,
+        valid_to: date | str | None | _Unchanged = UNCHANGED,
+        confidence: float | None = None,
+    ) -> MemoryDetail:
+        call = self._correct_memory_call(user_id, memory_id, kind, subject, text, valid_from, valid_to, confidence)
+        return await self._asend(call)
+
+    def delete_memory(self, user_id: str, memory_id: str | uuid.UUID) -> None:
+        """Take a memory back: it stops being current (``valid_to`` now) and keeps its history (erasing
+        the user or the conversation it was read from erases it). No-op when there is none."""
+        self._send(_Call("DELETE", _memory_path(user_id, memory_id), missing_ok=True))
+
+    async def adelete_memory(self, user_id: str, memory_id: str | uuid.UUID) -> None:
+        await self._asend(_Call("DELETE", _memory_path(user_id, memory_id), missing_ok=True))
+
     # --- facts and users ------------------------------------------------------------------------
 
     def list_facts(self, user_id: str, *, limit: int | None = None) -> FactList:
@@ -1043,7 +1231,7 @@ class MemoryClient:
 
     def erase_user(self, user_id: str) -> UserErased:
         """Erase the user everywhere: their conversations (as :meth:`erase_conversation`), facts and
-        fact history, dead letters and cache keys. Answers what was erased; repeating it erases what
+        fact history, extracted memories and their history, dead letters and cache keys. Answers what was erased; repeating it erases what
         arrived since."""
         return self._send(_Call("DELETE", _user_path(user_id)))
 
@@ -1266,6 +1454,61 @@ class MemoryClient:
             candidate_limit=candidate_limit,
         )
         return _search_request(_user_path(user_id, "search"), {"q": query, **options}, filters)
+
+    @staticmethod
+    def _list_memories_call(
+        user_id: str,
+        query: str | None,
+        top_k: int | None,
+        kind: str | None,
+        subject: str | None,
+        valid_at: datetime | str | None,
+        include_past: bool | None,
+        conversation_ids: Sequence[str] | None,
+        start_date: datetime | str | None,
+        end_date: datetime | str | None,
+        limit: int | None,
+        offset: int | None,
+    ) -> _Call:
+        params = _params(
+            query=query,
+            top_k=top_k,
+            kind=kind,
+            subject=subject,
+            valid_at=valid_at,
+            include_past=include_past,
+            conversation_id=None if conversation_ids is None else list(conversation_ids),  # repeated, one per id
+            start_date=start_date,
+            end_date=end_date,
+            limit=limit,
+            offset=offset,
+        )
+        return _Call("GET", _user_path(user_id, "memories"), params=params)
+
+    @staticmethod
+    def _correct_memory_call(
+        user_id: str,
+        memory_id: str | uuid.UUID,
+        kind: str | None,
+        subject: str | None,
+        text: str | None,
+        valid_from: date | str | None,
+        valid_to: date | str | None | _Unchanged,
+        confidence: float | None,
+    ) -> _Call:
+        changes = {
+            "kind": kind,
+            "subject": subject,
+            "text": text,
+            "valid_from": _day_or_time(valid_from),
+            "confidence": confidence,
+        }
+        body = {name: value for name, value in changes.items() if value is not None}
+        if not isinstance(valid_to, _Unchanged):
+            body["valid_to"] = _day_or_time(valid_to)
+        if not body:
+            raise ValueError("Nothing to correct: give kind, subject, text, valid_from, valid_to or confidence.")
+        return _Call("PATCH", _memory_path(user_id, memory_id), body=body)
 
     def _summarize_call(self, conversation_id: str) -> _Call:
         return _Call("POST", _conversation_path(conversation_id, "summaries"), timeout=max(self.timeout, CHAT_TIMEOUT))

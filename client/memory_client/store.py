@@ -26,6 +26,13 @@ What the service does, and how it differs from ``InMemoryStore``:
   ``ttl={"default_ttl": ...}`` for every put. Reads refresh it unless ``refresh_ttl=False``
   (``ttl={"refresh_on_read": False}`` changes the default). An expired item is never answered; the
   service deletes it. A put without ``ttl`` makes the item last.
+* ``("extracted_memories", <user_id>)`` holds the memories the service extracted from the user's
+  conversations, read-only: ``search`` answers the current ones (newest first, or ranked by a
+  query), ``get`` the one whose ``memory_id`` is the key, each valued ``{"kind", "subject", "text",
+  "valid_from", "valid_to", "confidence", "message_ids"}``; a filter there is ``kind`` or
+  ``subject`` equal to a string. A ``put`` or ``delete`` there raises ``MemoryServiceError`` (400):
+  memories are corrected through ``MemoryClient.correct_memory`` and ``delete_memory``. They are not
+  listed by ``list_namespaces`` nor found by a search of the empty prefix.
 * A namespace label is a non-empty string without "." or NUL: ``InvalidNamespaceError`` is raised
   here before anything is sent, for ops given to ``batch`` directly too (``InMemoryStore`` checks
   only in ``put``, ``get``, ``search``, ``delete`` and ``list_namespaces``). A value is a JSON object

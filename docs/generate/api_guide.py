@@ -98,6 +98,15 @@ PURPOSES: dict[tuple[str, str], str] = {
     ("DELETE", "/api/v1/users/{user_id}/facts/{key}/"): "Delete a fact; its history keeps the value.",
     ("GET", "/api/v1/users/{user_id}/facts/{key}/history/"): "The changes of one fact, newest first.",
     ("GET", "/api/v1/users/{user_id}/facts/history/"): "Every change of the user's facts, newest first.",
+    ("GET", "/api/v1/users/{user_id}/memories/"): (
+        "The memories extracted from the user's conversations, newest first or searched, and whether extraction runs."
+    ),
+    ("GET", "/api/v1/users/{user_id}/memories/{memory_id}/"): "One memory with its history.",
+    (
+        "PATCH",
+        "/api/v1/users/{user_id}/memories/{memory_id}/",
+    ): "Correct a memory by hand; the version replaced stays in its history.",
+    ("DELETE", "/api/v1/users/{user_id}/memories/{memory_id}/"): "Take a memory back: no longer current, its history kept.",
     ("POST", "/api/v1/conversations/{conversation_id}/chat/"): (
         "The agent loop in one request: store the message, build the context, ask the model, store its answer."
     ),
@@ -531,6 +540,45 @@ def scenario(r: Recorder) -> None:
         expect=200,
     )
 
+    # Extracted memories: the tenant's model reads Ada's trip (the tests' scripted stand-in, in-process).
+    memories_extracted(TRIP)
+    memories = f"{PREFIX}/users/{USER}/memories"
+    listed = r.call("GET", "/api/v1/users/{user_id}/memories/", "The user's memories", path=f"{memories}/", expect=200)
+    r.call(
+        "GET",
+        "/api/v1/users/{user_id}/memories/",
+        "Search them, with filters",
+        path=f"{memories}/",
+        query={"query": "where does Ada like to eat", "top_k": 2, "kind": "preference"},
+        expect=200,
+    )
+    quiet = next(memory["memory_id"] for memory in listed["results"] if memory["kind"] == "preference")
+    walk = next(memory["memory_id"] for memory in listed["results"] if memory["kind"] == "event")
+    r.call(
+        "PATCH",
+        "/api/v1/users/{user_id}/memories/{memory_id}/",
+        "Correct one",
+        path=f"{memories}/{quiet}/",
+        body={"text": "Ada prefers quiet restaurants with fado nearby.", "confidence": 0.9},
+        expect=200,
+    )
+    r.call(
+        "GET",
+        "/api/v1/users/{user_id}/memories/{memory_id}/",
+        "One memory, with its history",
+        path=f"{memories}/{quiet}/",
+        expect=200,
+    )
+    r.call("DELETE", "/api/v1/users/{user_id}/memories/{memory_id}/", "Take one back", path=f"{memories}/{walk}/", expect=204)
+    r.call(
+        "GET",
+        "/api/v1/users/{user_id}/memories/",
+        "Those taken back too",
+        path=f"{memories}/",
+        query={"include_past": "true", "kind": "event"},
+        expect=200,
+    )
+
     # The chat endpoint.
     r.call(
         "POST",
@@ -595,6 +643,16 @@ def scenario(r: Recorder) -> None:
         path=f"{PREFIX}/store/search/",
         body={"namespace_prefix": ["users", USER], "query": "where to sit", "filter": {"seat": "window"}, "limit": 5},
         expect=200,
+    )
+    r.call(
+        "POST",
+        "/api/v1/store/search/",
+        "The user's extracted memories, as items",
+        path=f"{PREFIX}/store/search/",
+        body={"namespace_prefix": ["extracted_memories", USER], "query": "restaurants", "limit": 2},
+        expect=200,
+        note='Read-only: ["extracted_memories", <user_id>] answers the user\'s current memories, keyed by memory_id; '
+        "a put or delete there is a 400.",
     )
     r.call(
         "GET",
@@ -691,6 +749,36 @@ def scenario(r: Recorder) -> None:
         r.examples[-1].headers = mcp_headers
 
 
+def memories_extracted(conversation_id: str) -> None:
+    """Extraction on for the tenant, with the tests' ``scripted-model`` as its model (a deployment names
+    its chat model), and the conversation read now, as the derived workers read it once it is due."""
+    from extraction import runs
+    from tenants import services as tenant_services
+    from tenants.models import Tenant
+    from tests.chat import fakes
+
+    tenant = Tenant.objects.get(slug="acme")
+    extracting = {"MEMORY_EXTRACTION_ENABLED": True, "MEMORY_EXTRACTION_MODEL": "scripted-model"}
+    operations = [
+        {"op": "add", "kind": "fact", "subject": "Ada", "text": "Ada is visiting Lisbon.", "sources": [IDS["q1"]]},
+        {"op": "add", "kind": "preference", "subject": "Ada", "text": "Ada prefers quiet restaurants.", "sources": [IDS["q1"]]},
+        {
+            "op": "add",
+            "kind": "event",
+            "subject": "Ada",
+            "text": "Ada plans an evening walk to the Miradouro de Santa Luzia.",
+            "valid_from": "2025-06-02",
+            "sources": [IDS["q2"], IDS["a2"]],
+        },
+    ]
+    # The answer first: the derived worker may read the tenant's conversations as soon as extraction is on.
+    fakes.script(json.dumps({"operations": operations}))
+    tenant_services.tenant_update(tenant=tenant, settings={**tenant.settings, **extracting})
+    result = runs.conversation_extract(tenant=tenant, conversation_id=conversation_id, quiet=True)
+    if result.added != len(operations):
+        raise SystemExit(f"the scripted extraction of {conversation_id} added {result.added} memories: {result}")
+
+
 # --- Making the answers stable --------------------------------------------------------------------
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
@@ -730,10 +818,14 @@ def stabilise(examples: list[Example]) -> None:
     streams = [example for example in examples if isinstance(example.answer, str) and "event-stream" in example.content_type]
     for example in streams:
         example.answer = _stream_events(example.answer)
-    sent = set()
+    # What a request sends is shown as sent, unless an earlier answer gave it (an id the service drew).
+    sent: set[str] = set()
+    answered: set[str] = set()
     for example in examples:
-        sent.update(UUID.findall(example.path + json.dumps(example.body) + json.dumps(example.query)))
+        request = example.path + json.dumps(example.body) + json.dumps(example.query)
+        sent.update(found for found in UUID.findall(request) if found not in answered)
         sent.update(TIMESTAMP.findall(json.dumps(example.body)))
+        answered.update(found for text in _strings(example.answer) for found in UUID.findall(text))
     answers = [example.answer for example in examples]
     found_ids = [found for text in _strings(answers) for found in UUID.findall(text) if found not in sent]
     ids = {
@@ -768,6 +860,7 @@ def stabilise(examples: list[Example]) -> None:
 
     for example in examples:
         example.answer = walk(example.answer)
+        example.path = UUID.sub(lambda match: ids.get(match.group(), match.group()), example.path)
     for example in streams:
         example.answer = _stream_text(example.answer)
 
@@ -992,10 +1085,14 @@ def render(examples: list[Example], schema: dict[str, Any]) -> str:
     for example in errors:
         out += example_block(example, heading="###")
     out.append(CONVENTIONS)
-    tags = [tag["name"] for tag in settings.SPECTACULAR_SETTINGS["TAGS"]]
+    described = {tag["name"]: tag["description"] for tag in settings.SPECTACULAR_SETTINGS["TAGS"]}
+    # Every tag of the schema, in the order of its first purpose line (a tag the settings do not
+    # describe is shown too, without a description).
+    tags = sorted(operations, key=lambda tag: min(order.index((method, path)) for method, path, _ in operations[tag]))
     for tag in tags:
-        described = {tag["name"]: tag["description"] for tag in settings.SPECTACULAR_SETTINGS["TAGS"]}[tag]
-        out += [f"## {tag[0].upper()}{tag[1:]}", "", described, ""]
+        out += [f"## {tag[0].upper()}{tag[1:]}", ""]
+        if described.get(tag):
+            out += [described[tag], ""]
         for method, path, operation in operations.get(tag, []):
             out += [f"### `{method} {path}`", "", PURPOSES[(method, path)], ""]
             description = operation.get("description", "")

@@ -387,10 +387,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Memory for LLM agents, per tenant (the API key's): conversations and their messages (appended "
     "durably, idempotent with your own ids), the context to send a model within a token budget and the memory "
     "document, LangGraph checkpoints, search over a conversation's or a user's past, summaries, facts about a user, "
-    "a chat endpoint running the agent loop with memory, a LangGraph store, and erasing a user everywhere. The MCP "
+    "the memories extracted from their conversations, a chat endpoint running the agent loop with memory, a LangGraph store, and erasing a user everywhere. The MCP "
     "endpoint (POST /api/v1/mcp/, JSON-RPC) offers the same memory as tools and is not described here.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # A memory's kind is one enum wherever it appears (the other "kind" fields have other choices).
+    "ENUM_NAME_OVERRIDES": {"MemoryKindEnum": "extraction.models.MemoryKind"},
     # One tag per resource, in this order (conversations.api.schema.path_tag gives each operation its tag).
     "TAGS": [
         {"name": "conversations", "description": "Create, list, read, update and erase conversations."},
@@ -403,6 +405,11 @@ SPECTACULAR_SETTINGS = {
         {"name": "search", "description": "Hybrid (BM25 and vector) search over a conversation or a user's past."},
         {"name": "summaries", "description": "Summaries of a conversation, made every few turns or on request."},
         {"name": "facts", "description": "Facts about a user (key and value), with their change history."},
+        {
+            "name": "memories",
+            "description": "What the extractor read from a user's conversations (facts, preferences, events, relations), "
+            "with their sources and history: listed, searched, corrected, taken back.",
+        },
         {"name": "chat", "description": "The agent loop in one request: store, build context, ask the model, store."},
         {"name": "store", "description": "A LangGraph BaseStore: items by namespace and key, search, namespaces."},
         {"name": "users", "description": "Erase one user everywhere."},

@@ -1,12 +1,14 @@
 """Every operation of the API through MemoryClient, against the live service: conversations, the memory
-document, messages, search, summaries, facts, users; the typed errors with the API's codes; and the
-conversation ids refused before any request."""
+document, messages, search, summaries, facts, extracted memories, users; the typed errors with the
+API's codes; and the conversation ids refused before any request."""
 
 import asyncio
 import copy
 import multiprocessing
 import uuid
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, date, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +25,9 @@ from memory_client import (
     Unauthorized,
     Unreachable,
 )
+from tenants import services as tenant_services
 from tests.client.conftest import LiveService
+from tests.factories import extracted_memories
 from tests.faults import free_port, wait_until
 
 
@@ -205,6 +209,138 @@ def test_facts_are_set_read_changed_deleted_and_kept_in_history(memory: MemoryCl
     assert len(everything["results"]) == 2
 
 
+BOSTON = {"op": "add", "kind": "fact", "subject": "Caroline", "text": "Caroline lives in Boston."}
+POTTERY = {"op": "add", "kind": "preference", "subject": "Ana", "text": "Ana loves pottery."}
+MOVE = {"op": "add", "kind": "event", "subject": "Caroline", "text": "Caroline moved to Boston.", "valid_from": "2023-05-01"}
+DINNER = {"op": "add", "kind": "preference", "subject": "Caroline", "text": "Caroline likes Thai food."}
+# Spaces, "?" and "@" travel percent-encoded.
+CAROLINE = "caroline @ home?"
+
+
+def test_extracted_memories_are_listed_searched_and_filtered(memory: MemoryClient, tenant: Any) -> None:
+    boston, pottery, move = extracted_memories(tenant, BOSTON, POTTERY, MOVE, user_id=CAROLINE)
+
+    listed = memory.list_memories(CAROLINE)
+    assert listed["user_id"] == CAROLINE
+    assert (listed["extraction"]["enabled"], listed["extraction"]["reason"]) == (False, "disabled")
+    assert listed["count"] == 3
+    assert [found["memory_id"] for found in listed["results"]] == [
+        str(move.memory_id),
+        str(pottery.memory_id),
+        str(boston.memory_id),
+    ]
+    first = listed["results"][0]
+    assert (first["kind"], first["subject"], first["current"], first["score"]) == ("event", "Caroline", True, None)
+    assert first["valid_from"].startswith("2023-05-01")
+    assert first["conversation_ids"] == ["said"]
+    assert first["message_ids"] == [str(message_id) for message_id in move.message_ids]
+
+    found = memory.list_memories(CAROLINE, query="what does Ana like to do", top_k=1)["results"]
+    assert [hit["text"] for hit in found] == ["Ana loves pottery."]
+    assert found[0]["score"] > 0
+    assert [m["text"] for m in memory.list_memories(CAROLINE, kind="event")["results"]] == ["Caroline moved to Boston."]
+    assert memory.list_memories(CAROLINE, subject="caroline")["count"] == 2
+    assert memory.list_memories(CAROLINE, kind="event", valid_at=datetime(2023, 4, 1, tzinfo=UTC))["results"] == []
+    page = memory.list_memories(CAROLINE, limit=1, offset=1)
+    assert (page["count"], [m["text"] for m in page["results"]]) == (3, ["Ana loves pottery."])
+    assert memory.list_memories("nobody")["results"] == []
+
+    in_may = memory.list_memories(CAROLINE, start_date=datetime(2023, 5, 1, tzinfo=UTC), end_date="2023-05-31T00:00:00Z")
+    assert [m["text"] for m in in_may["results"]] == ["Caroline moved to Boston."]
+    dinner = extracted_memories(tenant, DINNER, user_id=CAROLINE, conversation_id="later")[-1]
+    from_later = memory.list_memories(CAROLINE, conversation_ids=["later"])["results"]
+    assert [m["memory_id"] for m in from_later] == [str(dinner.memory_id)]
+    assert memory.list_memories(CAROLINE, conversation_ids=["said", "later"])["count"] == 4
+
+
+def test_an_extracted_memory_is_read_with_its_history_corrected_and_taken_back(memory: MemoryClient, tenant: Any) -> None:
+    (boston,) = extracted_memories(tenant, BOSTON, user_id=CAROLINE)
+    memory_id = str(boston.memory_id)
+
+    read = memory.get_user_memory(CAROLINE, memory_id)
+    assert read["text"] == "Caroline lives in Boston."
+    assert [(change["action"], change["previous_text"], change["model"]) for change in read["history"]] == [
+        ("add", None, "scripted-model")
+    ]
+    assert memory.get_user_memory(CAROLINE, uuid.uuid4()) is None
+    assert memory.get_user_memory(CAROLINE, "not-a-uuid") is None
+    assert memory.get_user_memory("someone-else", memory_id) is None
+
+    corrected = memory.correct_memory(
+        CAROLINE, boston.memory_id, text="Caroline lives in Cambridge.", valid_from=date(2023, 5, 1)
+    )
+    assert (corrected["text"], corrected["model"]) == ("Caroline lives in Cambridge.", "api")
+    assert corrected["valid_from"].startswith("2023-05-01")
+    assert [(change["action"], change["previous_text"]) for change in corrected["history"]] == [
+        ("update", "Caroline lives in Boston."),
+        ("add", None),
+    ]
+    ended = memory.correct_memory(CAROLINE, memory_id, valid_to=datetime(2024, 1, 1, tzinfo=UTC))
+    assert (ended["current"], ended["valid_to"][:10]) == (False, "2024-01-01")
+    assert memory.correct_memory(CAROLINE, memory_id, valid_to=None)["current"] is True
+
+    memory.delete_memory(CAROLINE, memory_id)
+    memory.delete_memory(CAROLINE, uuid.uuid4())
+    assert memory.list_memories(CAROLINE)["count"] == 0
+    past = memory.list_memories(CAROLINE, include_past=True)["results"]
+    assert [(m["memory_id"], m["current"]) for m in past] == [(memory_id, False)]
+    assert memory.get_user_memory(CAROLINE, memory_id)["history"][0]["action"] == "delete"
+
+    assert memory.erase_user(CAROLINE)["memories_erased"] == 1
+    assert memory.get_user_memory(CAROLINE, memory_id) is None
+
+
+def test_a_correction_the_service_refuses_is_an_error_and_an_empty_one_is_not_sent(memory: MemoryClient, tenant: Any) -> None:
+    (boston,) = extracted_memories(tenant, BOSTON, user_id=CAROLINE)
+
+    with pytest.raises(BadRequest) as refused:
+        memory.correct_memory(CAROLINE, boston.memory_id, kind="rumour")  # type: ignore[arg-type]
+    assert "kind" in str(refused.value.details)
+    with pytest.raises(BadRequest) as naive:
+        memory.correct_memory(CAROLINE, boston.memory_id, valid_to=datetime(2024, 1, 1))
+    assert "offset" in naive.value.message
+    with pytest.raises(NotFound):
+        memory.correct_memory(CAROLINE, uuid.uuid4(), text="Caroline lives in Paris.")
+    with pytest.raises(ValueError, match="Nothing to correct"):
+        memory.correct_memory(CAROLINE, boston.memory_id)
+    assert memory.get_user_memory(CAROLINE, boston.memory_id)["text"] == "Caroline lives in Boston."
+
+
+def test_another_tenants_key_reaches_none_of_the_memories(service: LiveService, tenant: Any, other_tenant: Any) -> None:
+    (boston,) = extracted_memories(tenant, BOSTON, user_id=CAROLINE)
+    _, other_key = tenant_services.api_key_create(tenant=other_tenant, name="other")
+
+    with service.client(api_key=other_key) as other:
+        assert other.list_memories(CAROLINE)["count"] == 0
+        assert other.get_user_memory(CAROLINE, boston.memory_id) is None
+        with pytest.raises(NotFound):
+            other.correct_memory(CAROLINE, boston.memory_id, text="Caroline lives in Paris.")
+        other.delete_memory(CAROLINE, boston.memory_id)
+    with service.client() as own:
+        assert own.get_user_memory(CAROLINE, boston.memory_id)["current"] is True
+
+
+def test_the_async_memory_methods_answer_as_the_sync_ones(memory: MemoryClient, tenant: Any) -> None:
+    boston, pottery = extracted_memories(tenant, BOSTON, POTTERY, user_id=CAROLINE)
+
+    async def session() -> tuple:
+        found = await memory.alist_memories(CAROLINE, query="pottery", kind="preference")
+        read = await memory.aget_user_memory(CAROLINE, boston.memory_id)
+        missing = await memory.aget_user_memory(CAROLINE, uuid.uuid4())
+        corrected = await memory.acorrect_memory(CAROLINE, boston.memory_id, confidence=0.5)
+        await memory.adelete_memory(CAROLINE, pottery.memory_id)
+        left = await memory.alist_memories(CAROLINE)
+        await memory.aclose()
+        return found, read, missing, corrected, left
+
+    found, read, missing, corrected, left = asyncio.run(session())
+    assert [m["text"] for m in found["results"]] == ["Ana loves pottery."]
+    assert read["history"][0]["action"] == "add"
+    assert missing is None
+    assert corrected["confidence"] == 0.5
+    assert [m["memory_id"] for m in left["results"]] == [str(boston.memory_id)]
+
+
 def test_a_user_is_erased_everywhere(memory: MemoryClient) -> None:
     memory.append("ana-1", [{"role": "user", "content": "hi"}], user_id="ana")
     memory.set_fact("ana", "city", "Madrid")
@@ -374,8 +510,24 @@ def test_a_user_id_no_url_segment_can_carry_is_a_value_error(user_id: str) -> No
         lambda: client.list_facts(user_id),
         lambda: client.erase_user(user_id),
         lambda: client.search_user(user_id, "q"),
+        lambda: client.list_memories(user_id),
+        lambda: client.get_user_memory(user_id, str(uuid.uuid4())),
+        lambda: client.delete_memory(user_id, str(uuid.uuid4())),
     ):
         with pytest.raises(ValueError, match="user id"):
+            call()
+    assert sent == []
+
+
+@pytest.mark.parametrize("memory_id", ["a/b", "..", ""])
+def test_a_memory_id_no_url_segment_can_carry_is_a_value_error(memory_id: str) -> None:
+    client, sent = refusing_client()
+    for call in (
+        lambda: client.get_user_memory("ana", memory_id),
+        lambda: client.correct_memory("ana", memory_id, text="x"),
+        lambda: client.delete_memory("ana", memory_id),
+    ):
+        with pytest.raises(ValueError, match="memory id"):
             call()
     assert sent == []
 

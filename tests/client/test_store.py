@@ -32,6 +32,7 @@ from memory_client.store import ServiceStore
 from store.models import StoreItem
 from tenants import services as tenant_services
 from tests.client.conftest import LiveService, keys
+from tests.factories import extracted_memories
 from tests.search.fakes import DIMENSIONS, HashedWordsEmbeddings
 
 # Committed rows: the live service must see the tenant and key that the ``store`` fixture asks for late.
@@ -408,3 +409,43 @@ def test_a_graph_node_reads_and_writes_the_store_it_was_compiled_with(service: L
             runs.append(builder.compile(store=ServiceStore(client)).invoke({"user": "ada"})["visits"])
 
     assert runs == [1, 2, 3]
+
+
+# --- The memories the service extracted, read-only --------------------------------------------------------
+
+
+def recall_extracted(query: str, runtime: ToolRuntime) -> str:
+    """Recall what the service learnt about the user from their conversations."""
+    found = runtime.store.search(("extracted_memories", "user-1"), query=query, limit=3)
+    return "\n".join(item.value["text"] for item in found)
+
+
+def test_an_agent_recalls_the_memories_the_service_extracted_and_the_store_cannot_overwrite_them(
+    service: LiveService, tenant: Any
+) -> None:
+    sister, _ = extracted_memories(
+        tenant,
+        {"op": "add", "kind": "relation", "subject": "Ingrid", "text": "Ingrid is the user's sister."},
+        {"op": "add", "kind": "preference", "subject": "User", "text": "The user prefers window seats."},
+        user_id="user-1",
+    )
+    namespace = ("extracted_memories", "user-1")
+    model = ToolCallingFakeModel(
+        messages=iter([tool_call("recall_extracted", query="sister name"), AIMessage(content="Your sister is Ingrid.")])
+    )
+
+    with service.client() as client:
+        store = ServiceStore(client)
+        answer = create_agent(model=model, tools=[recall_extracted], store=store).invoke(
+            {"messages": [HumanMessage("What is my sister's name?")]}
+        )
+        item = store.get(namespace, str(sister.memory_id))
+        relations = asyncio.run(store.asearch(namespace, filter={"kind": "relation"}))
+        with pytest.raises(MemoryServiceError) as refused:
+            store.put(namespace, str(sister.memory_id), {"text": "Ingrid is the user's cousin."})
+
+    recalled = [message.content for message in answer["messages"] if message.type == "tool"]
+    assert recalled[0].split("\n")[0] == "Ingrid is the user's sister."
+    assert (item.namespace, item.key, item.value["kind"]) == (namespace, str(sister.memory_id), "relation")
+    assert keys(relations) == [str(sister.memory_id)]
+    assert (refused.value.status, refused.value.details["field"]) == (400, "operations[0].namespace")

@@ -124,6 +124,19 @@ def test_a_correction_keeps_the_replaced_version_in_the_history(api, extracting)
     ]
 
 
+def test_a_correction_or_a_delete_sent_twice_is_recorded_once(api, extracting):
+    memories_of(extracting, BOSTON)
+    memory_id = api.get(url()).json()["results"][0]["memory_id"]
+
+    for _ in range(2):
+        assert api.patch(url(memory_id=memory_id), {"text": "Caroline lives in Cambridge."}, format="json").status_code == 200
+    for _ in range(2):
+        assert api.delete(url(memory_id=memory_id)).status_code == 204
+
+    history = api.get(url(memory_id=memory_id)).json()["history"]
+    assert [change["action"] for change in history] == ["delete", "update", "add"]
+
+
 @pytest.mark.parametrize(
     ("body", "named"),
     [

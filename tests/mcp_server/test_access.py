@@ -11,6 +11,7 @@ from mcp.types import CallToolResult
 
 from tenants import services as tenant_services
 from tests.client.conftest import LiveService
+from tests.factories import extracted_memories
 from tests.mcp_server.conftest import mcp_session, mcp_url
 from tests.mcp_server.test_tools import answer, calls, error
 
@@ -85,6 +86,31 @@ def test_another_tenants_key_reaches_none_of_this_tenants_memory(service: LiveSe
     window, facts = calls(service, ("get_window", {"conversation_id": "private"}), ("get_facts", {"user_id": "ada"}))
     assert answer(window)["messages"] == [{"role": "user", "content": secret["content"]}]
     assert [fact["value"] for fact in answer(facts)["facts"]] == ["12AB34567"]
+
+
+def test_another_tenants_key_reaches_none_of_this_tenants_extracted_memories(
+    service: LiveService, tenant: Any, other_tenant: Any
+) -> None:
+    (memory,) = extracted_memories(
+        tenant, {"op": "add", "kind": "fact", "subject": "Ada", "text": "Ada's passport is 12AB34567."}, user_id="ada"
+    )
+    _, other_key = tenant_services.api_key_create(tenant=other_tenant, name="other")
+    address = {"user_id": "ada", "memory_id": str(memory.memory_id)}
+
+    listed, searched, read, deleted = other_tenants_calls(
+        service,
+        other_key,
+        ("get_memories", {"user_id": "ada"}),
+        ("get_memories", {"user_id": "ada", "query": "passport"}),
+        ("get_memory", address),
+        ("delete_memory", address),
+    )
+    assert answer(listed)["results"] == []
+    assert answer(searched)["results"] == []
+    assert error(read)["code"] == "not_found"
+    assert error(deleted)["code"] == "not_found"
+    (own,) = calls(service, ("get_memory", address))
+    assert answer(own)["current"] is True
 
 
 def test_without_a_valid_key_no_session_opens(service: LiveService, tenant: Any) -> None:

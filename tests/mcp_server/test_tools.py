@@ -9,13 +9,26 @@ from typing import Any
 from mcp.types import CallToolResult
 
 from conversations.models import Conversation, Message
+from extraction.models import Memory
 from facts.models import UserFact
 from search.models import MessageEmbedding
 from tests.client.conftest import LiveService
 from tests.conftest import wait_for_rows
+from tests.factories import extracted_memories
 from tests.mcp_server.conftest import mcp_session
 
-TOOLS = {"append_messages", "get_context", "get_window", "search_memory", "get_facts", "set_fact", "delete_fact"}
+TOOLS = {
+    "append_messages",
+    "get_context",
+    "get_window",
+    "search_memory",
+    "get_facts",
+    "set_fact",
+    "delete_fact",
+    "get_memories",
+    "get_memory",
+    "delete_memory",
+}
 
 
 def calls(service: LiveService, *steps: tuple[str, dict[str, Any]]) -> list[CallToolResult]:
@@ -55,8 +68,9 @@ def test_every_tool_is_listed_with_an_input_schema_that_describes_it(service: Li
     assert set(tools["append_messages"].inputSchema["required"]) == {"conversation_id", "messages"}
     assert tools["append_messages"].inputSchema["properties"]["messages"]["items"]["required"] == ["role", "content"]
     read_only = {name for name, tool in tools.items() if tool.annotations and tool.annotations.readOnlyHint}
-    assert read_only == {"get_context", "get_window", "search_memory", "get_facts"}
+    assert read_only == {"get_context", "get_window", "search_memory", "get_facts", "get_memories", "get_memory"}
     assert tools["delete_fact"].annotations.destructiveHint is True
+    assert tools["delete_memory"].annotations.destructiveHint is True
 
 
 def test_an_appended_turn_is_stored_and_comes_back_in_the_context(service: LiveService, tenant: Any) -> None:
@@ -119,6 +133,94 @@ def test_a_fact_is_set_read_and_deleted(service: LiveService, tenant: Any) -> No
     assert answer(deleted) == {"user_id": "ada", "key": "city", "deleted": True}
     assert answer(after)["facts"] == []
     assert not UserFact.objects.for_tenant(tenant).exists()
+
+
+BOSTON = {"op": "add", "kind": "fact", "subject": "Ada", "text": "Ada lives in Boston."}
+POTTERY = {"op": "add", "kind": "preference", "subject": "Ana", "text": "Ana loves pottery."}
+MOVE = {"op": "add", "kind": "event", "subject": "Ada", "text": "Ada moved to Boston.", "valid_from": "2023-05-01"}
+
+
+def test_the_memories_extracted_about_a_user_are_listed_searched_and_read_with_their_history(
+    service: LiveService, tenant: Any
+) -> None:
+    boston, pottery, move = extracted_memories(tenant, BOSTON, POTTERY, MOVE, user_id="ada")
+
+    listed, searched, events, before, in_may, read_there, elsewhere, one, missing, not_an_id = calls(
+        service,
+        ("get_memories", {"user_id": "ada"}),
+        ("get_memories", {"user_id": "ada", "query": "what does Ana like to do", "top_k": 1}),
+        ("get_memories", {"user_id": "ada", "kind": "event", "subject": "ada"}),
+        ("get_memories", {"user_id": "ada", "valid_at": "2023-04-01T00:00:00Z", "kind": "event"}),
+        ("get_memories", {"user_id": "ada", "start_date": "2023-05-01T00:00:00Z", "end_date": "2023-05-31T00:00:00Z"}),
+        ("get_memories", {"user_id": "ada", "conversation_ids": ["said"]}),
+        ("get_memories", {"user_id": "ada", "conversation_ids": ["elsewhere"]}),
+        ("get_memory", {"user_id": "ada", "memory_id": str(boston.memory_id)}),
+        ("get_memory", {"user_id": "ada", "memory_id": str(uuid.uuid4())}),
+        ("get_memory", {"user_id": "ada", "memory_id": "boston"}),
+    )
+    everything = answer(listed)
+    assert everything["extraction"]["reason"] == "disabled"
+    assert everything["count"] == 3
+    assert [memory["memory_id"] for memory in everything["results"]] == [
+        str(move.memory_id),
+        str(pottery.memory_id),
+        str(boston.memory_id),
+    ]
+    assert everything["results"][0]["conversation_ids"] == ["said"]
+    assert [(memory["text"], memory["score"] > 0) for memory in answer(searched)["results"]] == [("Ana loves pottery.", True)]
+    assert [memory["text"] for memory in answer(events)["results"]] == ["Ada moved to Boston."]
+    assert answer(before)["results"] == []
+    assert [memory["text"] for memory in answer(in_may)["results"]] == ["Ada moved to Boston."]
+    assert (answer(read_there)["count"], answer(elsewhere)["count"]) == (3, 0)
+    read = answer(one)
+    assert read["text"] == "Ada lives in Boston."
+    assert [(change["action"], change["model"]) for change in read["history"]] == [("add", "scripted-model")]
+    assert error(missing)["code"] == "not_found"
+    assert error(not_an_id)["code"] == "not_found"
+
+
+def test_a_memory_deleted_by_the_model_is_taken_back_and_keeps_its_history(service: LiveService, tenant: Any) -> None:
+    boston, pottery = extracted_memories(tenant, BOSTON, POTTERY, user_id="ada")
+
+    deleted, listed, past, read, unknown = calls(
+        service,
+        ("delete_memory", {"user_id": "ada", "memory_id": str(boston.memory_id)}),
+        ("get_memories", {"user_id": "ada"}),
+        ("get_memories", {"user_id": "ada", "include_past": True}),
+        ("get_memory", {"user_id": "ada", "memory_id": str(boston.memory_id)}),
+        ("delete_memory", {"user_id": "ada", "memory_id": str(uuid.uuid4())}),
+    )
+    assert answer(deleted) == {"user_id": "ada", "memory_id": str(boston.memory_id), "deleted": True}
+    assert [memory["text"] for memory in answer(listed)["results"]] == ["Ana loves pottery."]
+    assert {(memory["text"], memory["current"]) for memory in answer(past)["results"]} == {
+        ("Ana loves pottery.", True),
+        ("Ada lives in Boston.", False),
+    }
+    assert [(change["action"], change["model"]) for change in answer(read)["history"]] == [
+        ("delete", "mcp"),
+        ("add", "scripted-model"),
+    ]
+    assert error(unknown)["code"] == "not_found"
+    assert Memory.objects.for_tenant(tenant).get(pk=pottery.pk).current
+
+
+def test_bad_memory_arguments_are_tool_errors_naming_them(service: LiveService, tenant: Any) -> None:
+    (boston,) = extracted_memories(tenant, BOSTON, user_id="ada")
+
+    kind, valid_at, top_k, unknown, no_user, correction = calls(
+        service,
+        ("get_memories", {"user_id": "ada", "kind": "rumour"}),
+        ("get_memories", {"user_id": "ada", "valid_at": "yesterday"}),
+        ("get_memories", {"user_id": "ada", "query": "Boston", "top_k": 0}),
+        ("get_memories", {"user_id": "ada", "text": "Boston"}),
+        ("get_memory", {"memory_id": str(boston.memory_id)}),
+        ("delete_memory", {"user_id": "ada", "memory_id": str(boston.memory_id), "text": "Ada lives in Paris."}),
+    )
+    for refused, named in ((kind, "kind"), (valid_at, "valid_at"), (top_k, "top_k"), (unknown, "text"), (no_user, "user_id")):
+        assert error(refused)["code"] == "validation_error"
+        assert named in error(refused)["details"]
+    assert error(correction)["code"] == "validation_error"
+    assert Memory.objects.for_tenant(tenant).get().current
 
 
 def test_search_finds_an_appended_message(service: LiveService, tenant: Any) -> None:
