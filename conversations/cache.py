@@ -911,14 +911,13 @@ def settle(
     settlements: Sequence[Settlement],
     *,
     ttl: int,
-    claims: Sequence[tuple[str, str]] = (),
-    tasks: Sequence[str] = (),
+    claims: Sequence[tuple[str, str, Sequence[str]]] = (),
     claim_ttl: int = 0,
 ) -> Settled:
     """What a persist statement committed, in one round trip: each settlement as ``merge`` (mode
-    ``settled``) and ``remove`` would do it, then each claim, a (tenant, conversation) whose
-    derived-memory ``tasks`` are marked queued (``<tenant>:<conv>:queued:<task>``) for ``claim_ttl`` seconds. A settlement whose script
-    fails fails alone; Redis unreachable raises CacheUnavailable."""
+    ``settled``) and ``remove`` would do it, then each claim, a (tenant, conversation, tasks) whose
+    derived-memory tasks are marked queued (``<tenant>:<conv>:queued:<task>``) for ``claim_ttl``
+    seconds. A settlement whose script fails fails alone; Redis unreachable raises CacheUnavailable."""
     scripts = _scripts
     calls: list[tuple[int, Any, list[str], list[Any]]] = []  # settlement, script, keys, args
     for index, settlement in enumerate(settlements):
@@ -933,10 +932,10 @@ def settle(
         # Not pipeline.evalsha: redis-py's cluster pipeline refuses it, as a script could name keys
         # of several slots; each of these names one conversation's, and the pipeline routes it there.
         pipeline.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-    for tenant_slug, conversation_id in claims:
+    for tenant_slug, conversation_id, tasks in claims:
         for task in tasks:
             pipeline.set(key(tenant_slug, conversation_id, f"queued:{task}"), 1, nx=True, ex=claim_ttl)
-    tenants = {settlement.tenant_slug for settlement in settlements} | {tenant_slug for tenant_slug, _ in claims}
+    tenants = {settlement.tenant_slug for settlement in settlements} | {tenant_slug for tenant_slug, _, _ in claims}
     label = tenants.pop() if len(tenants) == 1 else "-"
     replies = call("settle", label, pipeline.execute, raise_on_error=False) if len(pipeline) else []
     failed = [""] * len(settlements)
@@ -950,8 +949,8 @@ def settle(
             failed[index] = str(reply)
     claimed: list[list[str] | None] = []
     marks = replies[len(calls) :]
-    for number in range(len(claims)):
-        replied = marks[number * len(tasks) : (number + 1) * len(tasks)]
+    for _, _, tasks in claims:
+        replied, marks = marks[: len(tasks)], marks[len(tasks) :]
         if any(isinstance(reply, Exception) for reply in replied):
             claimed.append(None)
         else:

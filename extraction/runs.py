@@ -29,13 +29,14 @@ operator's replay reads that range again (``replay``), which merges rather than 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 
 import structlog
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -281,6 +282,30 @@ def _related(*, tenant: Tenant, user_id: str, read: Sequence[services.ReadMessag
         )
         for memory in memories
     ]
+
+
+# --- Which tenants extract -----------------------------------------------------------------------------
+
+# Seconds a process believes whether a tenant extracts: a tenant that turns extraction on is sent
+# the task of its conversations' writes within this (the quiet sweep reads what came before).
+EXTRACTING_TTL = 60.0
+_extracting: dict[int, tuple[float, bool]] = {}
+
+
+def tenant_extracts(tenant_id: int) -> bool:
+    """Whether the persist worker should send a tenant's writes to the extraction (its setting, kept
+    for ``EXTRACTING_TTL`` seconds); when that cannot be read, it sends them and the task decides."""
+    now = time.monotonic()
+    known = _extracting.get(tenant_id)
+    if known is not None and now - known[0] < EXTRACTING_TTL:
+        return known[1]
+    try:
+        tenant = Tenant.objects.filter(pk=tenant_id).first()
+    except DatabaseError:
+        return True
+    extracts = tenant is not None and bool(tenant.setting("MEMORY_EXTRACTION_ENABLED"))
+    _extracting[tenant_id] = (now, extracts)
+    return extracts
 
 
 # --- The watermark and the daily bounds --------------------------------------------------------------

@@ -66,6 +66,7 @@ from conversations.services.persist import (
     dead_letter_record,
     dead_letter_replay,
     derived_started,
+    derived_task_wanted_register,
     messages_persist,
     messages_persist_group,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "dead_letter_record",
     "dead_letter_replay",
     "derived_started",
+    "derived_task_wanted_register",
     "ledger_barrier_reached",
     "ledger_disturbed",
     "ledger_disturbed_soon",

@@ -10,7 +10,7 @@ fails for good is kept as a dead letter (``dead_letter_record``) and can be repl
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -319,27 +319,24 @@ def _settle(outcomes: Sequence[_Outcome]) -> None:
         )
         for o in outcomes
     ]
-    claims = [(tenant_slug, conversation_id) for (_, conversation_id), tenant_slug in changed.items()]
+    claims = [
+        (tenant_slug, conversation_id, _derived_tasks_of(tenant_id))
+        for (tenant_id, conversation_id), tenant_slug in changed.items()
+    ]
     try:
-        result = cache.settle(
-            settlements,
-            ttl=settings.MEMORY_TTL_EXTENDED,
-            claims=claims,
-            tasks=DERIVED_TASKS,
-            claim_ttl=DERIVED_QUEUED_TTL,
-        )
+        result = cache.settle(settlements, ttl=settings.MEMORY_TTL_EXTENDED, claims=claims, claim_ttl=DERIVED_QUEUED_TTL)
         failed, claimed = result.failed, result.claimed
     except cache.CacheUnavailable as error:
         failed, claimed = [str(error)] * len(outcomes), [None] * len(claims)
     for outcome, error in zip(outcomes, failed, strict=True):
         if error:
             _settle_failed(payload=outcome.payload, error=error)
-    for ((tenant_id, conversation_id), tenant_slug), names in zip(changed.items(), claimed, strict=True):
+    for (tenant_id, _), (tenant_slug, conversation_id, wanted), names in zip(changed, claims, claimed, strict=True):
         _derived_publish(
             tenant_id=tenant_id,
             tenant_slug=tenant_slug,
             conversation_id=conversation_id,
-            names=list(DERIVED_TASKS) if names is None else names,  # no marks to go by: queue them all
+            names=list(wanted) if names is None else names,  # no marks to go by: queue them all
         )
 
 
@@ -362,6 +359,19 @@ DERIVED_TASKS = (
 
 # How long a derived task counts as queued for its conversation: past it, a write queues it again.
 DERIVED_QUEUED_TTL = 60
+
+# Derived tasks only some tenants want (extraction is opt-in): the app of the task registers who
+# does, by tenant id (``derived_task_wanted_register``), and the others are not sent the task at all.
+DERIVED_TASK_WANTED: dict[str, Callable[[int], bool]] = {}
+
+
+def derived_task_wanted_register(name: str, wanted: Callable[[int], bool]) -> None:
+    DERIVED_TASK_WANTED[name] = wanted
+
+
+def _derived_tasks_of(tenant_id: int) -> tuple[str, ...]:
+    """The derived tasks a tenant's writes are sent to (neither claimed nor published: the others)."""
+    return tuple(name for name in DERIVED_TASKS if name not in DERIVED_TASK_WANTED or DERIVED_TASK_WANTED[name](tenant_id))
 
 
 def _derived_publish(*, tenant_id: int, tenant_slug: str, conversation_id: str, names: Sequence[str]) -> None:
@@ -429,10 +439,13 @@ def dead_letter_replay(*, dead_letter: DeadLetter) -> None:
         try:
             current_app.send_task(dead_letter.task_name, kwargs=dead_letter.payload, queue=settings.MEMORY_DERIVED_QUEUE)
         except Exception as error:  # the broker refused
-            raise ServiceUnavailable(f"The broker refused dead letter {dead_letter.pk}'s task: {error!r}", retry_after=5) from error
+            raise ServiceUnavailable(
+                f"The broker refused dead letter {dead_letter.pk}'s task: {error!r}", retry_after=5
+            ) from error
     else:
         raise Conflict(
-            f"Dead letter {dead_letter.pk}'s task {dead_letter.task_name} cannot be replayed.", details={"dead_letter": dead_letter.pk}
+            f"Dead letter {dead_letter.pk}'s task {dead_letter.task_name} cannot be replayed.",
+            details={"dead_letter": dead_letter.pk},
         )
     DeadLetter.unscoped.filter(pk=dead_letter.pk).update(replayed_at=timezone.now())  # operator action
     logger.info("dead_letter_replayed", dead_letter=dead_letter.pk, task=dead_letter.task_name)

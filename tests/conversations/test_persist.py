@@ -152,6 +152,11 @@ def test_another_tenants_conversation_of_the_same_id_is_untouched(tenant, other_
 # --- Derived memory ----------------------------------------------------------------------------
 
 
+EXTRACTION = "extraction.tasks.conversation_extract"
+# The derived tasks every tenant's writes queue: extraction only for the tenants that extract.
+EVERY_TENANTS = tuple(name for name in services.DERIVED_TASKS if name != EXTRACTION)
+
+
 def derived_queued() -> list[str]:
     return sorted(name for name, _ in take_queued_tasks(settings.MEMORY_DERIVED_QUEUE))
 
@@ -159,15 +164,24 @@ def derived_queued() -> list[str]:
 def test_writes_persisted_while_the_derived_tasks_wait_queue_them_once(tenant):
     for seq in range(SEQ, SEQ + 5):
         services.messages_persist(payload=payload(tenant, [message(seq)]))
-    assert derived_queued() == sorted(services.DERIVED_TASKS)
+    assert derived_queued() == sorted(EVERY_TENANTS)
 
 
 def test_a_derived_task_that_started_is_queued_again_by_the_next_write(tenant):
     services.messages_persist(payload=payload(tenant, [message(SEQ)]))
-    assert derived_queued() == sorted(services.DERIVED_TASKS)
+    assert derived_queued() == sorted(EVERY_TENANTS)
     services.derived_started(tenant_slug=tenant.slug, conversation_id="c1", task="search.tasks.conversation_embed")
     services.messages_persist(payload=payload(tenant, [message(SEQ + 1)]))
     assert derived_queued() == ["search.tasks.conversation_embed"]
+
+
+def test_the_writes_of_a_tenant_that_extracts_queue_its_extraction_too(tenant):
+    tenant.settings = {"MEMORY_EXTRACTION_ENABLED": True}
+    tenant.save()
+
+    services.messages_persist(payload=payload(tenant, [message(SEQ)]))
+
+    assert derived_queued() == sorted(services.DERIVED_TASKS)
 
 
 def test_the_derived_tasks_clear_their_mark_before_they_read(tenant):
@@ -179,13 +193,13 @@ def test_the_derived_tasks_clear_their_mark_before_they_read(tenant):
     conversation_embed.apply(args=[tenant.pk, "c1"])
     conversation_summarize.apply(args=[tenant.pk, "c1"])
     services.messages_persist(payload=payload(tenant, [message(SEQ + 1)]))
-    assert derived_queued() == sorted(services.DERIVED_TASKS)
+    assert derived_queued() == sorted(EVERY_TENANTS)
 
 
 def test_another_conversation_is_queued_on_its_own(tenant):
     services.messages_persist(payload=payload(tenant, [message(SEQ)]))
     services.messages_persist(payload=payload(tenant, [message(SEQ)], conversation_id="c2"))
-    assert derived_queued() == sorted(services.DERIVED_TASKS * 2)
+    assert derived_queued() == sorted(EVERY_TENANTS * 2)
 
 
 def test_without_redis_the_derived_tasks_are_queued_every_time(tenant, monkeypatch):
@@ -195,7 +209,7 @@ def test_without_redis_the_derived_tasks_are_queued_every_time(tenant, monkeypat
     monkeypatch.setattr(cache, "settle", unreachable)
     services.messages_persist(payload=payload(tenant, [message(SEQ)]))
     services.messages_persist(payload=payload(tenant, [message(SEQ + 1)]))
-    assert derived_queued() == sorted(services.DERIVED_TASKS * 2)
+    assert derived_queued() == sorted(EVERY_TENANTS * 2)
 
 
 def test_a_refused_derived_publish_leaves_no_mark_behind(tenant, monkeypatch):
@@ -209,7 +223,7 @@ def test_a_refused_derived_publish_leaves_no_mark_behind(tenant, monkeypatch):
         services.messages_persist(payload=payload(tenant, [message(SEQ)]))
     assert list(get_redis_connection("default").scan_iter(match=f"{tenant.slug}:c1:queued:*")) == []
     services.messages_persist(payload=payload(tenant, [message(SEQ + 1)]))
-    assert derived_queued() == sorted(services.DERIVED_TASKS)
+    assert derived_queued() == sorted(EVERY_TENANTS)
 
 
 # --- Groups of payloads (``messages_persist_many``) ----------------------------------------------
@@ -271,7 +285,7 @@ def test_a_payload_the_database_refuses_fails_alone_and_the_rest_of_the_group_pe
     assert errors[0] is None
     assert errors[1] is not None
     assert stored(tenant) == [(SEQ + 1, "fine")]
-    assert derived_queued() == sorted(services.DERIVED_TASKS)  # what the payload alone committed queues it
+    assert derived_queued() == sorted(EVERY_TENANTS)  # what the payload alone committed queues it
 
 
 def test_a_conflict_in_a_group_is_that_payloads_error_only(tenant):
@@ -313,7 +327,7 @@ def test_a_group_settles_and_claims_its_derived_memory_in_one_redis_round_trip(t
     assert len(sent) == 1  # one pipeline: three settlements and three conversations' claims
     assert pending_ids(tenant) == pending_ids(tenant, "c2") == pending_ids(other_tenant) == set()
     assert (cached(tenant), cached(tenant, "c2"), cached(other_tenant)) == ([SEQ, SEQ + 1], [SEQ], [SEQ])
-    assert derived_queued() == sorted(services.DERIVED_TASKS * 3)
+    assert derived_queued() == sorted(EVERY_TENANTS * 3)
 
 
 def test_a_settlement_redis_refuses_fails_alone_and_its_conversation_is_marked_for_repair(tenant):
