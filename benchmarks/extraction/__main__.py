@@ -1,5 +1,6 @@
 """``python -m benchmarks.extraction``: what the extraction pipeline keeps of LoCoMo's observations,
-what its memories add to search, and what it costs, through the REST API of a stack it starts.
+what its memories add to search and to an agent's context, and what it costs, through the REST API
+of a stack it starts.
 
 Contract
 --------
@@ -32,14 +33,26 @@ Contract
    c. Cost per turn of the derived workers' extraction: the model calls and tokens the server
       answered, the service's own count (``ExtractionUsage``), and the seconds of the extraction tasks
       (``extraction.tasks.conversation_extract``, from Celery's task events).
+   d. Context recall with memories on and off (unless ``--context-tokens`` is 0): the same
+      conversations are then stored for a second tenant, ``extraction-<time>-turns``, which does not
+      extract, and each question's context is asked of both tenants as the retrieval benchmark asks it
+      (``benchmarks.retrieval.http.context_asked``: from a new conversation of the user, ``use_memory``,
+      the question as ``query``, ``max_tokens`` 4000). Memories off, an answer turn is held when its
+      text is in the context (``benchmarks.retrieval.http.context_figures``, the retrieval benchmark's
+      figure); memories on, also when a memory whose line (``memory.bundle._memory_line``) is in the
+      system message was read from it (``memory.extracted_memories``, their ``message_ids``). The
+      shares of questions with every answer turn held and with at least one, per category, and the
+      median ``estimated_tokens``; also what the turns alone hold in the contexts with memories, and
+      how many of the memories the bundle considered made it into the system message.
 
 Every process it started is stopped on exit, Ctrl-C and SIGTERM included; their logs are in
-``test-artifacts/``. The tenant is kept in the benchmark database (a new one per run).
+``test-artifacts/``. The tenants are kept in the benchmark database (new ones per run).
 
     DJANGO_SETTINGS_MODULE=memoryproject.settings.test \\
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/membench_extraction REDIS_URL=redis://127.0.0.1:6379/14 \\
     MEMORY_QUEUE=memory-bench-extraction .venv/bin/python -m benchmarks.extraction --locomo-path PATH \\
-    [--users N] [--questions-per-user N] [--quiet-seconds 5] [--extracted-timeout 3600] [--json PATH]
+    [--users N] [--questions-per-user N] [--quiet-seconds 5] [--context-tokens 4000] [--extracted-timeout 3600] \\
+    [--json PATH]
 
 (the environment shown is the default).
 """
@@ -75,7 +88,16 @@ from benchmarks.extraction.locomo_responder import LocomoResponder, ObservationS
 from benchmarks.model_server import ModelServer, Responder, ScriptedResponder  # noqa: E402
 from benchmarks.retrieval import locomo  # noqa: E402
 from benchmarks.retrieval.dataset import Dataset, Question, User  # noqa: E402
-from benchmarks.retrieval.evaluate import _categories, _mean, _questions, _recall, percentile  # noqa: E402
+from benchmarks.retrieval.evaluate import (  # noqa: E402
+    ContextFigures,
+    _categories,
+    _mean,
+    _questions,
+    _recall,
+    context_figures_of,
+    context_turns_held,
+    percentile,
+)
 from benchmarks.retrieval.http import (  # noqa: E402
     KS,
     POLL_SECONDS,
@@ -83,10 +105,14 @@ from benchmarks.retrieval.http import (  # noqa: E402
     TOP_K,
     Api,
     ApiError,
+    asking_conversation,
+    context_asked,
+    context_figures,
     dialog_ids,
     searchable_wait,
     user_store,
 )
+from memory.bundle import _memory_line  # noqa: E402 (a memory's line in the system message, as the context renders it)
 
 MODEL = "locomo"
 EXTRACT_TASK = "extraction.tasks.conversation_extract"
@@ -96,6 +122,7 @@ LOOPBACK = "127.0.0.1/32"
 MEMORY_PAGE = 100
 LOST_SHOWN = 10
 SOURCES = ("turns", "memories", "memories + turns")
+CONTEXT_TOKENS = 4000  # the retrieval benchmark's max_tokens
 
 
 # --- The model ------------------------------------------------------------------------------------
@@ -190,8 +217,12 @@ class ExtractionStack:
         self.processes: list[Any] = []  # torture.processes.ServiceProcess
         self.tenant: Any = None
         self.api_key_row: Any = None
-        self.url = ""
         self.key = ""
+        # The same conversations stored without extraction: the context of turns alone.
+        self.turns_tenant: Any = None
+        self.turns_api_key_row: Any = None
+        self.turns_key = ""
+        self.url = ""
         self.derived_name = ""
         self.events = TaskRuntimes()
 
@@ -219,6 +250,8 @@ class ExtractionStack:
         )
         tenant_services.provider_credential_set(tenant=self.tenant, provider="openai", secret="unused-by-the-scripted-server")  # noqa: S106
         self.api_key_row, self.key = tenant_services.api_key_create(tenant=self.tenant, name="extraction-bench")
+        self.turns_tenant = tenant_services.tenant_create(slug=f"{slug}-turns", settings={"MEMORY_EXTRACTION_ENABLED": False})
+        self.turns_api_key_row, self.turns_key = tenant_services.api_key_create(tenant=self.turns_tenant, name="extraction-bench")
         env = {
             **os.environ,
             "MEMORY_QUEUE": settings.MEMORY_QUEUE,
@@ -249,14 +282,15 @@ class ExtractionStack:
         return self.events.runtimes(EXTRACT_TASK, worker_prefix=self.derived_name)
 
     def stop(self) -> None:
+        from tenants import services as tenant_services
+
         for process in reversed(self.processes):
             process.stop()
         self.events.stop()
-        if self.api_key_row is not None:
-            from tenants import services as tenant_services
-
-            tenant_services.api_key_revoke(api_key=self.api_key_row)
-            self.api_key_row = None
+        for row in (self.api_key_row, self.turns_api_key_row):
+            if row is not None:
+                tenant_services.api_key_revoke(api_key=row)
+        self.api_key_row = self.turns_api_key_row = None
 
 
 def extracted_wait(
@@ -364,6 +398,16 @@ class CostFigures:
 
 
 @dataclass(frozen=True)
+class ContextComparison:
+    turns: ContextFigures  # memories off: the tenant that does not extract (the retrieval benchmark's figure)
+    turns_and_memories: ContextFigures  # memories on: a turn held by its text, or by a memory in the context read from it
+    turns_beside_memories: ContextFigures  # the same contexts, a turn held by its text alone
+    memories_alone: ContextFigures  # the same contexts, a turn held by a memory in the context alone
+    memories_sent: float  # median of the memories whose line is in the system message
+    memories_considered: float  # median of the memories the bundle considered (``memory.extracted_memories``)
+
+
+@dataclass(frozen=True)
 class Report:
     dataset: str
     base_url: str
@@ -376,6 +420,7 @@ class Report:
     recall: RecallFigures
     cost: CostFigures
     ingest_seconds: float
+    context: ContextComparison | None = None
     retried_requests: list[str] = field(default_factory=list)
 
 
@@ -455,6 +500,55 @@ def recall_figures(api: Api, asked: Sequence[tuple[User, Question]], *, progress
     )
 
 
+def memories_in_context(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """The memories the context's bundle considered whose line is in its system message (the
+    others were left out by the memories' share of the budget)."""
+    lines = {
+        line
+        for message in answer["messages"]
+        if message.get("role") == "system"
+        for line in str(message.get("content") or "").splitlines()
+    }
+    considered = (answer.get("memory") or {}).get("extracted_memories", [])
+    return [memory for memory in considered if _memory_line(memory) in lines]
+
+
+def turns_remembered(answer: dict[str, Any], question: Question, mapping: dict[str, str]) -> set[str]:
+    """The evidence turns of ``question`` that a memory in the context was read from (``mapping``:
+    message id -> dialog id, ``dialog_ids``)."""
+    sources = {mapping.get(str(message_id), "") for memory in memories_in_context(answer) for message_id in memory["message_ids"]}
+    return sources & set(question.evidence)
+
+
+def context_comparison(
+    api: Api, turns_api: Api, asked: Sequence[tuple[User, Question]], *, max_tokens: int, progress: bool = True
+) -> ContextComparison:
+    """Each question's context asked of the extracting tenant (``api``) and of the one that does not
+    extract (``turns_api``, the retrieval benchmark's ``context_figures``)."""
+    mappings = {user.user_id: dialog_ids(user) for user, _ in asked}
+    for user in {user.user_id: user for user, _ in asked}.values():
+        asking_conversation(api, user)
+    by_text, by_memories, tokens_used, milliseconds, sent, considered = [], [], [], [], [], []
+    for user, question in tqdm(asked, desc="context with memories", unit="q", disable=not progress):
+        answer = context_asked(api, user, question, max_tokens=max_tokens)
+        by_text.append(context_turns_held(answer.data, user, question))
+        by_memories.append(turns_remembered(answer.data, question, mappings[user.user_id]))
+        tokens_used.append(answer.data["estimated_tokens"])
+        milliseconds.append(answer.milliseconds)
+        sent.append(len(memories_in_context(answer.data)))
+        considered.append(len((answer.data.get("memory") or {}).get("extracted_memories", [])))
+    either = [text | memories for text, memories in zip(by_text, by_memories, strict=True)]
+    figures = {"tokens_used": tokens_used, "milliseconds": milliseconds, "max_tokens": max_tokens}
+    return ContextComparison(
+        turns=context_figures(turns_api, asked, max_tokens=max_tokens, progress=progress),
+        turns_and_memories=context_figures_of(asked, either, **figures),
+        turns_beside_memories=context_figures_of(asked, by_text, **figures),
+        memories_alone=context_figures_of(asked, by_memories, **figures),
+        memories_sent=statistics.median(sent) if sent else 0.0,
+        memories_considered=statistics.median(considered) if considered else 0.0,
+    )
+
+
 def service_usage(tenant: Any) -> tuple[dict[str, int], int]:
     """The service's own count of the tenant's extraction (ExtractionUsage summed), and its merges."""
     from django.db.models import Sum
@@ -478,11 +572,12 @@ def evaluation_run(
     tally: Tally,
     stack: ExtractionStack,
     questions_per_user: int | None = None,
+    context_tokens: int = CONTEXT_TOKENS,
     searchable_timeout: float = SEARCHABLE_TIMEOUT,
     extracted_timeout: float = EXTRACTED_TIMEOUT,
     progress: bool = True,
 ) -> Report:
-    with Api(stack.url, stack.key) as api:
+    with Api(stack.url, stack.key) as api, Api(stack.url, stack.turns_key) as turns_api:
         api.check()
         started = time.perf_counter()
         with tqdm(total=dataset.turn_count, desc="ingest", unit="msg", disable=not progress) as bar:
@@ -498,7 +593,14 @@ def evaluation_run(
         kept = kept_figures(memories, observations, users=dataset.users, adds=tally.adds, merges=merges)
         asked = [(user, question) for user in dataset.users for question in _questions(user, questions_per_user)]
         recall = recall_figures(api, asked, progress=progress)
-        retried = list(api.retried)
+        context = None
+        if context_tokens:  # after extraction: the second tenant's ingest does not slow the figures above
+            with tqdm(total=dataset.turn_count, desc="ingest without extraction", unit="msg", disable=not progress) as bar:
+                for user in dataset.users:
+                    user_store(turns_api, user, done=bar.update)
+            searchable_wait(turns_api, dataset.users, timeout=searchable_timeout, progress=progress, alive=stack.alive)
+            context = context_comparison(api, turns_api, asked, max_tokens=context_tokens, progress=progress)
+        retried = [*api.retried, *turns_api.retried]
     served = server.served().get(MODEL)
     runtimes = stack.extraction_seconds()
     cost = CostFigures(
@@ -524,6 +626,7 @@ def evaluation_run(
         recall=recall,
         cost=cost,
         ingest_seconds=ingest_seconds,
+        context=context,
         retried_requests=retried,
     )
 
@@ -597,10 +700,47 @@ def report_markdown(report: Report) -> str:
         f"- Ingest {report.ingest_seconds:.1f} s; every turn read {cost.extracted_seconds:.1f} s after the ingest began "
         f"(the model answers at once: a real model adds its own time per call).",
     ]
+    if report.context is not None:
+        lines += ["", *_context_lines(report, report.context)]
     if report.retried_requests:
         lines.append(f"- {len(report.retried_requests)} requests were answered 429 or 503 (or cut) and sent again:")
         lines += [f"  - {retried}" for retried in report.retried_requests[:5]]
     return "\n".join(lines)
+
+
+def _context_lines(report: Report, context: ContextComparison) -> list[str]:
+    def table(columns: dict[str, ContextFigures]) -> list[str]:
+        rows = [
+            "| questions | n | " + " | ".join(f"{name}: every | {name}: any" for name in columns) + " |",
+            "|---|---:|" + "---:|" * (2 * len(columns)),
+            f"| all | {report.questions} | "
+            + " | ".join(f"{held.every:.1%} | {held.any:.1%}" for held in columns.values())
+            + " |",
+        ]
+        for category, count in report.questions_by_category.items():
+            cells = " | ".join(
+                f"{held.every_by_category[category]:.1%} | {held.any_by_category[category]:.1%}" for held in columns.values()
+            )
+            rows.append(f"| {category} | {count} | {cells} |")
+        return rows
+
+    return [
+        f"Context recall (POST /conversations/<user>-asking/context/, use_memory, the question as query, max_tokens "
+        f"{context.turns.max_tokens}): the share of questions whose context holds every answer turn, and at least one. "
+        "Turns: a turn's text is in the context (a tenant that does not extract: the retrieval benchmark's figure); "
+        "turns + memories: or a memory in the system message was read from it (the extracting tenant):",
+        "",
+        *table({"turns": context.turns, "turns + memories": context.turns_and_memories}),
+        "",
+        "The contexts with memories, by part (the turns' text alone; the memories alone):",
+        "",
+        *table({"turns": context.turns_beside_memories, "memories": context.memories_alone}),
+        "",
+        f"- Median context tokens: turns {context.turns.median_tokens:,.0f}, turns + memories "
+        f"{context.turns_and_memories.median_tokens:,.0f}.",
+        f"- Memories in the system message: median {context.memories_sent:g} of the {context.memories_considered:g} the "
+        "bundle considered (those left out did not fit in the memories' share of the budget).",
+    ]
 
 
 def report_json(report: Report) -> dict[str, Any]:
@@ -619,6 +759,12 @@ def arguments(argv: list[str]) -> argparse.Namespace:
         "--quiet-seconds", type=int, default=QUIET_SECONDS, help="the tenant's MEMORY_EXTRACTION_QUIET_SECONDS (default 5)"
     )
     parser.add_argument(
+        "--context-tokens",
+        type=int,
+        default=CONTEXT_TOKENS,
+        help="max_tokens of each question's context (0: not asked, and nothing stored for the second tenant; default 4000)",
+    )
+    parser.add_argument(
         "--searchable-timeout", type=float, default=SEARCHABLE_TIMEOUT, help="seconds to wait for search to cover everything"
     )
     parser.add_argument(
@@ -630,6 +776,8 @@ def arguments(argv: list[str]) -> argparse.Namespace:
         options.questions_per_user is not None and options.questions_per_user < 1
     ):
         parser.error("--users and --questions-per-user must be positive")
+    if options.context_tokens < 0:
+        parser.error("--context-tokens must not be negative")
     if options.quiet_seconds < 1:
         parser.error("--quiet-seconds must be positive (0 would leave a session's last turns unread)")
     return options
@@ -667,6 +815,7 @@ def main(argv: list[str]) -> None:
             tally=tally,
             stack=stack,
             questions_per_user=options.questions_per_user,
+            context_tokens=options.context_tokens,
             searchable_timeout=options.searchable_timeout,
             extracted_timeout=options.extracted_timeout,
         )

@@ -315,6 +315,48 @@ class ContextFigures:
     p95_ms: float
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.split())
+
+
+def context_turns_held(answer: dict[str, Any], user: User, question: Question) -> set[str]:
+    """The evidence turns of ``question`` the context's messages hold, each whole (whitespace aside)."""
+    sent = " ".join(_folded(str(message.get("content") or "")) for message in answer["messages"])
+    turns = user.turns()
+    return {evidence for evidence in question.evidence if _folded(turns[evidence].text) in sent}
+
+
+def context_figures_of(
+    asked: Sequence[tuple[User, Question]],
+    held: Sequence[set[str]],
+    *,
+    tokens_used: Sequence[float],
+    milliseconds: Sequence[float],
+    max_tokens: int,
+) -> ContextFigures:
+    """The figures of one context per question of ``asked``: ``held`` the evidence turns each holds,
+    ``tokens_used`` its ``estimated_tokens``, ``milliseconds`` the time it took to answer."""
+    every = [float(set(question.evidence) <= found) for (_, question), found in zip(asked, held, strict=True)]
+    some = [float(bool(set(question.evidence) & found)) for (_, question), found in zip(asked, held, strict=True)]
+
+    def by_category(values: list[float]) -> dict[str, float]:
+        return {
+            category: _mean(value for value, (_, question) in zip(values, asked, strict=True) if question.category == category)
+            for category in _categories(asked)
+        }
+
+    return ContextFigures(
+        max_tokens=max_tokens,
+        every=_mean(every),
+        any=_mean(some),
+        every_by_category=by_category(every),
+        any_by_category=by_category(some),
+        median_tokens=statistics.median(tokens_used) if tokens_used else 0.0,
+        median_ms=statistics.median(milliseconds) if milliseconds else 0.0,
+        p95_ms=percentile(milliseconds, 0.95),
+    )
+
+
 def percentile(values: Sequence[float], share: float) -> float:
     """Nearest rank: the smallest value at least ``share`` of the values are not above."""
     if not values:
@@ -425,8 +467,7 @@ def _context_holds(*, tenant: Tenant, asked: Sequence[tuple[User, Question]], ma
     """Ask each question's context from a new conversation of its user, as an agent would at the start
     of a conversation (``POST .../context/`` with ``use_memory`` and the question as ``query``), and
     look in the messages it answers for each evidence turn, whole (whitespace aside)."""
-    every, some, tokens_used, milliseconds = [], [], [], []
-    by_category: dict[str, list[tuple[float, float]]] = {}
+    held, tokens_used, milliseconds = [], [], []
     for user in {user.user_id: user for user, _ in asked}.values():
         Conversation.objects.for_tenant(tenant).get_or_create(
             tenant=tenant, conversation_id=_asking_id(user), defaults={"user_id": user.user_id, "agent_id": AGENT_ID}
@@ -440,7 +481,6 @@ def _context_holds(*, tenant: Tenant, asked: Sequence[tuple[User, Question]], ma
         compression_threshold=tenant.setting("MEMORY_COMPRESSION_THRESHOLD"),
     )
     for user, question in tqdm(asked, desc="context", unit="q", disable=not progress):
-        turns = user.turns()
         began = time.perf_counter()
         answer = conversation_context(
             tenant=tenant,
@@ -449,22 +489,9 @@ def _context_holds(*, tenant: Tenant, asked: Sequence[tuple[User, Question]], ma
             use_memory=True,
         )
         milliseconds.append((time.perf_counter() - began) * 1000)
-        sent = " ".join(" ".join(str(message.get("content") or "").split()) for message in answer["messages"])
-        inside = [" ".join(turns[evidence].text.split()) in sent for evidence in question.evidence]
-        every.append(float(all(inside)))
-        some.append(float(any(inside)))
+        held.append(context_turns_held(answer, user, question))
         tokens_used.append(answer["estimated_tokens"])
-        by_category.setdefault(question.category, []).append((float(all(inside)), float(any(inside))))
-    return ContextFigures(
-        max_tokens=max_tokens,
-        every=_mean(every),
-        any=_mean(some),
-        every_by_category={category: _mean(held for held, _ in values) for category, values in by_category.items()},
-        any_by_category={category: _mean(held for _, held in values) for category, values in by_category.items()},
-        median_tokens=statistics.median(tokens_used) if tokens_used else 0.0,
-        median_ms=statistics.median(milliseconds) if milliseconds else 0.0,
-        p95_ms=percentile(milliseconds, 0.95),
-    )
+    return context_figures_of(asked, held, tokens_used=tokens_used, milliseconds=milliseconds, max_tokens=max_tokens)
 
 
 def _figures(*, method: Method, answers: _Answers, asked: Sequence[tuple[User, Question]], ks: tuple[int, ...]) -> MethodFigures:

@@ -103,6 +103,8 @@ from benchmarks.retrieval.evaluate import (  # noqa: E402
     _mean,
     _questions,
     _recall,
+    context_figures_of,
+    context_turns_held,
     percentile,
 )
 
@@ -394,8 +396,14 @@ def search_figures(api: Api, asked: Sequence[tuple[User, Question]], *, progress
     )
 
 
-def _folded(text: str) -> str:
-    return " ".join(text.split())
+def context_asked(api: Api, user: User, question: Question, *, max_tokens: int) -> Answer:
+    """The context an agent gets for ``question`` at the start of a new conversation of its user
+    (``<user>-asking``, see ``asking_conversation``): ``use_memory``, the question as ``query``."""
+    return api.send(
+        "POST",
+        f"conversations/{quote(_asking_id(user), safe='')}/context/",
+        json={"use_memory": True, "query": question.text, "max_tokens": max_tokens},
+    )
 
 
 def context_figures(
@@ -403,33 +411,13 @@ def context_figures(
 ) -> ContextFigures:
     for user in {user.user_id: user for user, _ in asked}.values():
         asking_conversation(api, user)
-    every, some, tokens, milliseconds = [], [], [], []
-    by_category: dict[str, list[tuple[float, float]]] = {}
+    held, tokens_used, milliseconds = [], [], []
     for user, question in tqdm(asked, desc="context", unit="q", disable=not progress):
-        turns = user.turns()
-        answer = api.send(
-            "POST",
-            f"conversations/{quote(_asking_id(user), safe='')}/context/",
-            json={"use_memory": True, "query": question.text, "max_tokens": max_tokens},
-        )
+        answer = context_asked(api, user, question, max_tokens=max_tokens)
         milliseconds.append(answer.milliseconds)
-        sent = " ".join(_folded(str(message.get("content") or "")) for message in answer.data["messages"])
-        inside = [_folded(turns[evidence].text) in sent for evidence in question.evidence]
-        every.append(float(all(inside)))
-        some.append(float(any(inside)))
-        tokens.append(answer.data["estimated_tokens"])
-        by_category.setdefault(question.category, []).append((every[-1], some[-1]))
-    categories = [category for category in _categories(asked) if category in by_category]
-    return ContextFigures(
-        max_tokens=max_tokens,
-        every=_mean(every),
-        any=_mean(some),
-        every_by_category={category: _mean(held for held, _ in by_category[category]) for category in categories},
-        any_by_category={category: _mean(held for _, held in by_category[category]) for category in categories},
-        median_tokens=statistics.median(tokens) if tokens else 0.0,
-        median_ms=statistics.median(milliseconds) if milliseconds else 0.0,
-        p95_ms=percentile(milliseconds, 0.95),
-    )
+        held.append(context_turns_held(answer.data, user, question))
+        tokens_used.append(answer.data["estimated_tokens"])
+    return context_figures_of(asked, held, tokens_used=tokens_used, milliseconds=milliseconds, max_tokens=max_tokens)
 
 
 def evaluation_run(
