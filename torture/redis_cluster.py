@@ -99,9 +99,13 @@ class PrivateRedisCluster:
         return next((node.process for node in self.nodes if node.alive), None)
 
     def start(self) -> None:
+        created = os.path.exists(os.path.join(self.nodes[0].directory, "created"))
         for node in self.nodes:
-            self._start_node(node)
-        if not os.path.exists(os.path.join(self.nodes[0].directory, "created")):
+            if created:
+                self._start_node(node)  # a node of the cluster keeps its ports: the others know it by them
+            else:
+                self._start_new_node(node)
+        if not created:
             subprocess.run(
                 [
                     shutil.which("redis-cli") or "redis-cli",
@@ -119,6 +123,19 @@ class PrivateRedisCluster:
             )
             open(os.path.join(self.nodes[0].directory, "created"), "w").close()
         wait_until(self.healthy, timeout=60, message="the private Redis Cluster to be ok, with a replica per primary")
+
+    def _start_new_node(self, node: Node, *, attempts: int = 3) -> None:
+        """Start a node not yet in the cluster; one whose port another process took between
+        ``free_port`` and its start (an outgoing connection's ephemeral port) exits at once, and
+        starts again on other ports."""
+        for attempt in range(attempts):
+            try:
+                self._start_node(node)
+                return
+            except AssertionError:
+                if node.process is None or node.process.poll() is None or attempt == attempts - 1:
+                    raise
+                node.port, node.bus_port = free_port(), free_port()
 
     def _start_node(self, node: Node) -> None:
         if node.alive:
@@ -155,7 +172,13 @@ class PrivateRedisCluster:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_until(node.answers, timeout=10, message=f"redis node {node.address} to answer")
+
+        def started() -> bool:
+            if not node.alive:
+                raise AssertionError(f"redis node {node.address} exited with {node.process.returncode}")
+            return node.answers()
+
+        wait_until(started, timeout=10, message=f"redis node {node.address} to answer")
 
     def healthy(self) -> bool:
         """Every node up, the cluster ok on each, three primaries each with a replica in sync."""
