@@ -14,8 +14,8 @@ the deeper list the context spends its budget on: up to ``RELEVANT_MESSAGES`` hi
 
 ``relevant_context_block`` is what the context endpoint adds to the system message, within the
 tokens it is given: the summaries and the facts (each at most ``SHARE`` of them, whole lines), the
-extracted memories, best first, dated (at most ``EXTRACTED_SHARE``), then
-the relevant messages, each whole or not at all, best first, rendered by conversation in the order
+extracted memories, best first, dated (at most ``EXTRACTED_SHARE``; one whose every source the
+context holds already is left out, its tokens going to more of the past), then the relevant messages, each whole or not at all, best first, rendered by conversation in the order
 they were said, under the conversation's date and weekday, as ``Speaker: text``. A question about
 the past is answered by the turns that hold the answer, with who said them and when, not by a
 fixed number of cut excerpts.
@@ -251,21 +251,17 @@ def relevant_context_block(bundle: dict[str, Any], relevant: list[dict[str, Any]
     module docstring). ``exclude`` holds the ids of messages the context sends in full already."""
     if max_tokens <= 0:
         return ""
-    share = int(max_tokens * SHARE)
-    sections = [
-        ("Summaries of earlier conversation", _lines_within([f"- {s['summary']}" for s in bundle["summaries"]], share)),
-        ("Stored user facts", _lines_within([f"- {fact['key']}: {fact['value']}" for fact in bundle["memories"]], share)),
-        (
-            "Memories from earlier conversations",
-            _lines_within(
-                [_memory_line(memory) for memory in bundle.get("extracted_memories", [])], int(max_tokens * EXTRACTED_SHARE)
-            ),
-        ),
-    ]
-    sections = [(title, lines) for title, lines in sections if lines]
-    spent = sum(tokens.count(f"{title}:\n" + "\n".join(lines)) + 2 for title, lines in sections)
+    memories = bundle.get("extracted_memories", [])
+    sections = _sections(bundle, memories, max_tokens=max_tokens)
     past = [item for item in relevant if item["message_id"] not in exclude and str(item.get("content") or "").strip()]
-    chosen = _messages_within(past, max_tokens - spent)
+    chosen = _messages_within(past, max_tokens - _spent(sections))
+    # A memory whose every source the context holds already says again what its turns say: left out,
+    # its tokens go to more of the past.
+    held = exclude | {item["message_id"] for item in chosen}
+    news = [memory for memory in memories if not memory.get("message_ids") or not set(memory["message_ids"]) <= held]
+    if len(news) < len(memories):
+        sections = _sections(bundle, news, max_tokens=max_tokens)
+        chosen = _messages_within(past, max_tokens - _spent(sections))
 
     def render(items: list[dict[str, Any]]) -> str:
         parts = [f"{title}:\n" + "\n".join(lines) for title, lines in sections]
@@ -283,6 +279,25 @@ def relevant_context_block(bundle: dict[str, Any], relevant: list[dict[str, Any]
         sections = [(title, lines) for title, lines in sections if lines]
         text = render(chosen)
     return text
+
+
+def _sections(bundle: dict[str, Any], memories: list[dict[str, Any]], *, max_tokens: int) -> list[tuple[str, list[str]]]:
+    """The summaries and the facts (each within ``SHARE`` of the tokens) and the ``memories`` (within
+    ``EXTRACTED_SHARE``), each a (title, whole lines) when it has any."""
+    share = int(max_tokens * SHARE)
+    sections = [
+        ("Summaries of earlier conversation", _lines_within([f"- {s['summary']}" for s in bundle["summaries"]], share)),
+        ("Stored user facts", _lines_within([f"- {fact['key']}: {fact['value']}" for fact in bundle["memories"]], share)),
+        (
+            "Memories from earlier conversations",
+            _lines_within([_memory_line(memory) for memory in memories], int(max_tokens * EXTRACTED_SHARE)),
+        ),
+    ]
+    return [(title, lines) for title, lines in sections if lines]
+
+
+def _spent(sections: list[tuple[str, list[str]]]) -> int:
+    return sum(tokens.count(f"{title}:\n" + "\n".join(lines)) + 2 for title, lines in sections)
 
 
 def _memory_line(memory: dict[str, Any]) -> str:

@@ -739,7 +739,7 @@ def _context_lines(report: Report, context: ContextComparison) -> list[str]:
         f"- Median context tokens: turns {context.turns.median_tokens:,.0f}, turns + memories "
         f"{context.turns_and_memories.median_tokens:,.0f}.",
         f"- Memories in the system message: median {context.memories_sent:g} of the {context.memories_considered:g} the "
-        "bundle considered (those left out did not fit in the memories' share of the budget).",
+        "bundle considered (left out: those whose every source turn the context holds already, and those past the memories' share of the budget).",
     ]
 
 

@@ -203,3 +203,33 @@ def test_the_context_with_use_memory_holds_the_memories_dated(api, extracting):
     system = body["messages"][0]["content"]
     assert "Memories from earlier conversations:" in system
     assert "- [event, 1 May 2023] Caroline moved to Boston." in system
+
+
+def test_a_memory_whose_turns_the_context_holds_already_is_left_out_for_more_turns():
+    from memory.bundle import relevant_context_block
+
+    def turn(message_id, seq, content):
+        return {
+            "message_id": message_id,
+            "session_id": "c1",
+            "seq": seq,
+            "role": "user",
+            "name": "Caroline",
+            "content": content,
+            "timestamp": "2023-05-08T13:56:00+00:00",
+        }
+
+    bundle = {
+        "summaries": [],
+        "memories": [],
+        "extracted_memories": [
+            {"kind": "fact", "text": "Caroline lives in Boston.", "valid_from": None, "message_ids": ["m1"]},
+            {"kind": "preference", "text": "Ana loves pottery.", "valid_from": None, "message_ids": ["m9"]},
+        ],
+    }
+
+    block = relevant_context_block(bundle, [turn("m1", 1, "I moved to Boston last week.")], exclude=set(), max_tokens=500)
+
+    assert "I moved to Boston last week." in block
+    assert "Caroline lives in Boston." not in block  # its turn says it already
+    assert "- [preference] Ana loves pottery." in block  # its turn is not in the context
