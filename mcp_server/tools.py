@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from django.db import DatabaseError
 from rest_framework.exceptions import ValidationError
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -36,8 +35,8 @@ from core.exceptions import NotFound
 from extraction import selectors as extraction_selectors
 from extraction import services as extraction_services
 from extraction.api import serializers as extraction_serializers
-from extraction.api.views import _database_unavailable, _memory_id
-from extraction.models import Memory, MemoryKind
+from extraction.api.views import _memory_id, memory_list_answer
+from extraction.models import MemoryKind
 from facts import selectors as fact_selectors
 from facts import services as fact_services
 from facts.api import serializers as fact_serializers
@@ -233,49 +232,12 @@ def delete_fact(*, tenant: Tenant, user_id: Any, key: Any) -> dict[str, Any]:
     return {"user_id": user_id, "key": fact_selectors.stored_key(key), "deleted": True}
 
 
-def _memories(tenant: Tenant, memories: list[Memory], *, scores: dict[int, float | None] | None = None) -> list[dict]:
-    context = {
-        "conversation_ids": extraction_selectors.conversation_ids_of(tenant=tenant, memories=memories),
-        "scores": scores or {},
-    }
-    return extraction_serializers.MemoryOutSerializer(memories, many=True, context=context).data
-
-
 def get_memories(*, tenant: Tenant, user_id: Any, conversation_ids: Any = None, **options: Any) -> dict[str, Any]:
     user_id = _string(user_id, field="user_id")
     # The endpoint's query: its conversation filter is the repeated "conversation_id" there.
     query = extraction_serializers.MemoryQuerySerializer(data=_given(conversation_id=conversation_ids, **options))
     query.is_valid(raise_exception=True)
-    values = query.validated_data
-    filters = extraction_selectors.MemoryFilters(
-        kind=values.get("kind"),
-        subject=values.get("subject"),
-        valid_at=values.get("valid_at"),
-        include_past=values["include_past"],
-        conversation_ids=tuple(values.get("conversation_id", ())),
-        start_date=values.get("start_date"),
-        end_date=values.get("end_date"),
-    )
-    try:
-        if values.get("query"):
-            hits = extraction_selectors.memories_search(
-                tenant=tenant,
-                user_id=user_id,
-                query=values["query"],
-                top_k=values.get("top_k") or int(tenant.setting("MEMORY_TOP_K")),
-                filters=filters,
-            )
-            memories = [hit.memory for hit in hits]
-            results = _memories(tenant, memories, scores={hit.memory.pk: hit.score for hit in hits})
-            count = len(memories)
-        else:
-            listed = extraction_selectors.user_memories(tenant=tenant, user_id=user_id, filters=filters)
-            offset, limit = values["offset"], values.get("limit") or 50
-            results = _memories(tenant, list(listed[offset : offset + limit]))
-            count = listed.count()
-    except DatabaseError as error:
-        raise _database_unavailable() from error
-    return {"user_id": user_id, "extraction": extraction_selectors.extraction_status(tenant), "count": count, "results": results}
+    return memory_list_answer(tenant=tenant, user_id=user_id, values=query.validated_data)
 
 
 def get_memory(*, tenant: Tenant, user_id: Any, memory_id: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ empty list is never a mystery.
 """
 
 import uuid
+from typing import Any
 
 from django.db import DatabaseError
 from drf_spectacular.utils import extend_schema
@@ -20,6 +21,7 @@ from core.exceptions import NotFound, ServiceUnavailable
 from extraction import selectors, services
 from extraction.api import serializers
 from extraction.models import Memory
+from tenants.models import Tenant
 
 
 def _database_unavailable() -> ServiceUnavailable:
@@ -33,9 +35,38 @@ def _memory_id(value: str) -> uuid.UUID:
         raise NotFound(f"No memory {value!r}: a memory id is a UUID.") from None
 
 
-def memories_out(view: TenantAPIView, memories: list[Memory], *, scores: dict[int, float] | None = None) -> list[dict]:
-    context = {"conversation_ids": selectors.conversation_ids_of(tenant=view.tenant, memories=memories), "scores": scores or {}}
+def memories_out(tenant: Tenant, memories: list[Memory], *, scores: dict[int, float | None] | None = None) -> list[dict]:
+    context = {"conversation_ids": selectors.conversation_ids_of(tenant=tenant, memories=memories), "scores": scores or {}}
     return serializers.MemoryOutSerializer(memories, many=True, context=context).data
+
+
+def memory_list_answer(*, tenant: Tenant, user_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The list's answer for the checked ``values`` of ``MemoryQuerySerializer`` (the endpoint's and
+    the MCP tool's): the memories newest first, or with a query the best ``top_k``, and the status."""
+    filters = selectors.MemoryFilters(
+        kind=values.get("kind"),
+        subject=values.get("subject"),
+        valid_at=values.get("valid_at"),
+        include_past=values["include_past"],
+        conversation_ids=tuple(values.get("conversation_id", ())),
+        start_date=values.get("start_date"),
+        end_date=values.get("end_date"),
+    )
+    try:
+        if values.get("query"):
+            top_k = values.get("top_k") or int(tenant.setting("MEMORY_TOP_K"))
+            hits = selectors.memories_search(tenant=tenant, user_id=user_id, query=values["query"], top_k=top_k, filters=filters)
+            memories = [hit.memory for hit in hits]
+            results = memories_out(tenant, memories, scores={hit.memory.pk: hit.score for hit in hits})
+            count = len(memories)
+        else:
+            listed = selectors.user_memories(tenant=tenant, user_id=user_id, filters=filters)
+            offset, limit = values["offset"], values.get("limit") or 50
+            results = memories_out(tenant, list(listed[offset : offset + limit]))
+            count = listed.count()
+    except DatabaseError as error:
+        raise _database_unavailable() from error
+    return {"user_id": user_id, "extraction": selectors.extraction_status(tenant), "count": count, "results": results}
 
 
 class MemoryListView(TenantAPIView):
@@ -51,36 +82,7 @@ class MemoryListView(TenantAPIView):
     def get(self, request: Request, user_id: str) -> Response:
         query = serializers.MemoryQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        values = query.validated_data
-        filters = selectors.MemoryFilters(
-            kind=values.get("kind"),
-            subject=values.get("subject"),
-            valid_at=values.get("valid_at"),
-            include_past=values["include_past"],
-            conversation_ids=tuple(values.get("conversation_id", ())),
-            start_date=values.get("start_date"),
-            end_date=values.get("end_date"),
-        )
-        try:
-            if values.get("query"):
-                top_k = values.get("top_k") or int(self.tenant.setting("MEMORY_TOP_K"))
-                hits = selectors.memories_search(
-                    tenant=self.tenant, user_id=user_id, query=values["query"], top_k=top_k, filters=filters
-                )
-                memories = [hit.memory for hit in hits]
-                results = memories_out(self, memories, scores={hit.memory.pk: hit.score for hit in hits})
-                count = len(memories)
-            else:
-                listed = selectors.user_memories(tenant=self.tenant, user_id=user_id, filters=filters)
-                offset, limit = values["offset"], values.get("limit") or 50
-                memories = list(listed[offset : offset + limit])
-                results = memories_out(self, memories)
-                count = listed.count()
-        except DatabaseError as error:
-            raise _database_unavailable() from error
-        return Response(
-            {"user_id": user_id, "extraction": selectors.extraction_status(self.tenant), "count": count, "results": results}
-        )
+        return Response(memory_list_answer(tenant=self.tenant, user_id=user_id, values=query.validated_data))
 
 
 class MemoryDetailView(TenantAPIView):
