@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 import structlog
@@ -251,8 +251,6 @@ def _call(
 def chosen_for_extraction(chosen: chat_models.ChatSettings, *, timeout: float) -> chat_models.ChatSettings:
     """The tenant's chat settings as an extraction calls them: temperature 0, its own timeout, no
     retries of the client's own (the task retries, with backoff)."""
-    from dataclasses import replace
-
     return replace(chosen, temperature=extractor.TEMPERATURE, timeout=timeout, max_retries=0)
 
 

@@ -31,6 +31,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from conversations.models import Conversation, DeadLetter
 from core.exceptions import ServiceUnavailable
 from extraction.models import ExtractionUsage, Memory, MemoryChange
 from search import embeddings, ranking
@@ -100,8 +101,6 @@ def user_memories(*, tenant: Tenant, user_id: str, filters: MemoryFilters = Memo
     elif not filters.include_past:
         memories = memories.filter(valid_to__isnull=True)
     if filters.conversation_ids:
-        from conversations.models import Conversation
-
         pks = list(
             Conversation.objects.for_tenant(tenant)
             .filter(user_id=user_id, conversation_id__in=filters.conversation_ids)
@@ -184,8 +183,6 @@ def memory_history(*, tenant: Tenant, memory: Memory) -> list[MemoryChange]:
 
 def conversation_ids_of(*, tenant: Tenant, memories: list[Memory]) -> dict[int, str]:
     """The client's conversation ids of the memories' conversations, by primary key (one query)."""
-    from conversations.models import Conversation
-
     pks = {pk for memory in memories for pk in memory.conversation_pks}
     if not pks:
         return {}
@@ -229,8 +226,6 @@ def tenant_extraction_status(tenant: Tenant) -> dict[str, Any]:
     """The tenant's status section: ``extraction_status`` with today's usage against the daily
     bounds (calls, tokens, turns read, reads skipped by a bound and their turns, failed calls, dead
     letters) and the extraction dead letters not replayed yet."""
-    from conversations.models import DeadLetter
-
     usage = usage_today(tenant=tenant, day=timezone.now().date())
     counted = ("calls", "tokens", "turns_read", "skipped_reads", "skipped_turns", "failed_calls", "dead_letters")
     return {
