@@ -19,7 +19,8 @@ A prefix PostgreSQL does not know is remembered as unknown for ``MEMORY_AUTH_UNK
 the same prefix again costs no query. Every request without a valid key (none, a malformed one, an
 unknown prefix, a wrong secret, a revoked or expired key) is counted against its client address
 (``tenants.throttling.failure_count``); over the limit it is a 429, and an address over it reaches
-PostgreSQL only for a prefix whose record is cached and whose secret matches.
+PostgreSQL only with the prefix of a key that exists (``tenants.throttling.key_prefix_known``): a
+valid key is never refused for its address's failures.
 """
 
 import hmac
@@ -105,7 +106,7 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         if record is not None and time.time() - record.get("verified_at", 0) <= settings.MEMORY_AUTH_REVALIDATE:
             return record
         if record is None and cache_reachable:
-            throttling.failure_check(request)  # an address over its limit reaches no PostgreSQL
+            throttling.failure_check(request, prefix=prefix)  # over its limit, only a real key's prefix reaches PostgreSQL
         try:
             fresh = self._read(prefix)
         except DatabaseError as error:

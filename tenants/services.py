@@ -18,8 +18,9 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from core.redis_client import CacheUnavailable
 from core.storable import storable_text
-from tenants import secrets
+from tenants import secrets, throttling
 from tenants.models import (
     ProviderCredential,
     Tenant,
@@ -154,10 +155,20 @@ def auth_cache_forget(*, tenant: Tenant) -> None:
         _forget(prefix)
 
 
-def api_key_forget(*, instance: TenantApiKey, **_: object) -> None:
+def api_key_forget(*, instance: TenantApiKey, created: bool = False, **_: object) -> None:
     """After a key is saved or deleted, however (admin, shell, a tenant's cascade): its cached record
-    goes (connected to ``post_save`` and ``post_delete`` in ``apps``)."""
+    goes (connected to ``post_save`` and ``post_delete`` in ``apps``). A new key also empties the
+    set of known prefixes once it is committed (``throttling.key_prefix_known`` reads it again)."""
     _forget(instance.prefix)
+    if created:
+        transaction.on_commit(_key_prefixes_forget)
+
+
+def _key_prefixes_forget() -> None:
+    try:
+        throttling.key_prefixes_forget()
+    except CacheUnavailable as error:  # the set lives KEY_PREFIXES_TTL at most: the key is known by then
+        logger.warning("key_prefixes_forget_failed", error=str(error))
 
 
 def tenant_forget(*, instance: Tenant, created: bool = False, **_: object) -> None:

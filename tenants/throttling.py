@@ -23,7 +23,9 @@ counted per client address instead (``tenants.addresses.client_ip``): at most
 ``MEMORY_AUTH_FAILURE_LIMIT`` in each window of ``MEMORY_AUTH_FAILURE_WINDOW`` seconds, under
 ``throttle:address:<address>:<W>:<n>``. Over it, such a request is a 429 with ``Retry-After`` and the
 error ``throttled`` instead of a 401, and a key whose record is not cached is refused before
-PostgreSQL is asked (``failure_check``). A valid key is never refused for its address's failures.
+PostgreSQL is asked (``failure_check``) unless its prefix is a key's (``key_prefix_known``). A valid
+key is never refused for its address's failures: behind one proxy or NAT, one client's wrong key
+does not lock out the others.
 
 When Redis does not answer, the request passes: throttling protects capacity, and must not turn a
 cache outage into an API outage. The miss is logged and counted in
@@ -37,6 +39,7 @@ from typing import Any
 
 import structlog
 from django.conf import settings
+from django.db import DatabaseError
 from rest_framework.exceptions import Throttled
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
@@ -44,7 +47,7 @@ from rest_framework.throttling import BaseThrottle
 from core.metrics import fallbacks
 from core.redis_client import CacheUnavailable, Scripts, call, client, clustered
 from tenants.addresses import client_ip
-from tenants.models import Tenant
+from tenants.models import Tenant, TenantApiKey
 
 logger = structlog.get_logger(__name__)
 
@@ -255,8 +258,11 @@ def failure_count(request: Any) -> None:
     _over_limit(count, length, number)
 
 
-def failure_check(request: Any) -> None:
-    """Throttled if the client's address is already over its limit of failed authentications."""
+def failure_check(request: Any, *, prefix: str) -> None:
+    """Before PostgreSQL is asked about a key whose record is not cached: Throttled if the client's
+    address is over its limit of failed authentications and ``prefix`` is no key's
+    (``key_prefix_known``). A key that exists is always looked up, so a valid key is never refused
+    for its address's failures, while a flood of made-up keys reaches no PostgreSQL."""
     window = _address_window(request)
     if window is None:
         return
@@ -267,4 +273,48 @@ def failure_check(request: Any) -> None:
         fallbacks.labels(kind="unthrottled").inc()
         logger.warning("throttle_unavailable", address=key, error=str(error))
         return
+    if count + 1 > settings.MEMORY_AUTH_FAILURE_LIMIT and key_prefix_known(prefix):
+        return
     _over_limit(count + 1, length, number)
+
+
+# --- The prefixes of the keys PostgreSQL holds ------------------------------------------------------
+
+KEY_PREFIXES = "auth:prefixes"  # a set: the prefix of every key, revoked and expired ones included
+# Read from PostgreSQL again at least this often: a key inserted around the services (raw SQL, which
+# sends no signal) is known within it. Created through the ORM, a key empties the set at its commit.
+KEY_PREFIXES_TTL = 3600
+NO_PREFIX = "-"  # a member no prefix can be (prefixes are letters and digits): a deployment with no key has a set too
+
+
+def key_prefixes_forget() -> None:
+    """Drop the set of known prefixes: the next address over its limit reads it from PostgreSQL again."""
+    call("key_prefixes", ANONYMOUS, client().delete, KEY_PREFIXES)
+
+
+def key_prefix_known(prefix: str) -> bool:
+    """Whether ``prefix`` is the prefix of a key PostgreSQL holds, from a set in Redis read from
+    PostgreSQL when missing (one query over the keys' prefixes). True when Redis or PostgreSQL does
+    not answer: the lookup that follows decides then, as it does for an address under its limit."""
+    try:
+        pipeline = client().pipeline(transaction=False)
+        pipeline.exists(KEY_PREFIXES)
+        pipeline.sismember(KEY_PREFIXES, prefix)
+        present, member = call("key_prefixes", ANONYMOUS, pipeline.execute)
+        if present:
+            return bool(member)
+        try:
+            prefixes = list(TenantApiKey.objects.values_list("prefix", flat=True))
+        except DatabaseError:
+            return True
+        pipeline = client().pipeline(transaction=True)
+        pipeline.delete(KEY_PREFIXES)
+        pipeline.sadd(KEY_PREFIXES, NO_PREFIX, *prefixes)
+        pipeline.expire(KEY_PREFIXES, KEY_PREFIXES_TTL)
+        call("key_prefixes", ANONYMOUS, pipeline.execute)
+        logger.info("key_prefixes_read", keys=len(prefixes))
+        return prefix in prefixes
+    except CacheUnavailable as error:
+        fallbacks.labels(kind="unthrottled").inc()
+        logger.warning("throttle_unavailable", error=str(error))
+        return True

@@ -264,8 +264,7 @@ def _append_through_cache(
             )
         except PublishIndeterminate as error:
             published = True  # it may be in the queue: every reservation stays for the resend
-            error.details = {"messages": [{"id": answer["id"], "seq": answer["seq"]} for answer in answers if answer]}
-            raise
+            raise PublishIndeterminate(error.message, details=_resend_details(answers)) from error.__cause__
     except BaseException:
         # Not published: the reservations made now go; the ones of earlier attempts stay (their
         # first publish may be in the queue).
@@ -300,13 +299,17 @@ def _append_through_cache(
             # failover would undo (or on none): a 201 would promise read-your-writes it cannot keep.
             # The reservations, confirmed by a replica before the publish, answer the resend with
             # these seqs wherever the conversation's slot is served from.
-            indeterminate = PublishIndeterminate(
+            raise PublishIndeterminate(
                 "The write is queued, but Redis could not confirm it on a replica; resend the same messages "
-                "with the ids listed here: the service answers them with the same seqs, never twice."
-            )
-            indeterminate.details = {"messages": [{"id": answer["id"], "seq": answer["seq"]} for answer in answers if answer]}
-            raise indeterminate from error
+                "with the ids listed here: the service answers them with the same seqs, never twice.",
+                details=_resend_details(answers),
+            ) from error
     return _Appended(messages=[answer for answer in answers if answer is not None], new=new)
+
+
+def _resend_details(answers: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """A ``write_indeterminate`` answer's details: this request's own (id, seq) pairs, to resend with."""
+    return {"messages": [{"id": answer["id"], "seq": answer["seq"]} for answer in answers if answer]}
 
 
 def _replica_unavailable(conversation_id: str, why: str) -> ServiceUnavailable:

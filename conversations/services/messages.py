@@ -117,7 +117,12 @@ def _fetch_prepared(connection: BaseDatabaseWrapper, sql: str, parameters: list[
     """The rows of a constant statement, prepared on the connection (``MEMORY_DB_PREPARE``): sent with
     its parameters apart, and planned once per connection. Django's own cursors bind parameters into
     the text on the client and PostgreSQL plans the text at every read: a quarter of a millisecond for
-    the window's statement, as long as the read itself. Errors are Django's (DatabaseError)."""
+    the window's statement, as long as the read itself. Errors are Django's (DatabaseError).
+
+    The connection is opened as Django's own cursors open it: first its health check
+    (``CONN_HEALTH_CHECKS``, once per request), so a persistent connection that PostgreSQL dropped
+    (a restart, a failover) is replaced, not used to fail the request."""
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     if settings.MEMORY_DB_PREPARE and connection.connection.prepare_threshold is None:
         # Django opens its connections with preparing off (None), which psycopg applies to every

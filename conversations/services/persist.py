@@ -228,8 +228,7 @@ class PersistCommits(_Relay):
                 for waiting, error in zip(batch, errors, strict=True):
                     waiting.error = error
         except BaseException as error:  # what the group could not even try: every payload's error
-            for waiting in batch:
-                waiting.error = error
+            self._fail(batch, error)
         finally:
             self._hand_over(batch, mine)
 

@@ -7,6 +7,7 @@ the message as Celery's ``apply_async`` would, persistent on the durable queue. 
 of one process share a confirm round trip (``PersistGroup``, a group commit built on ``_Relay``).
 """
 
+import copy
 import socket
 import threading
 import time
@@ -63,6 +64,25 @@ def _publish_persist(
     )
 
 
+def own_error(error: BaseException) -> BaseException:
+    """A copy of ``error`` for one thread to raise: an exception raised in several threads at once
+    would share its traceback and its ``details``, so one request's answer could carry another's ids.
+    Its cause, context and traceback stay; ``details`` is copied. An exception that cannot be copied
+    is given as it is."""
+    try:
+        clone = copy.copy(error)
+    except Exception:
+        return error
+    if clone is error or type(clone) is not type(error):
+        return error
+    clone.__cause__, clone.__context__ = error.__cause__, error.__context__
+    clone.__suppress_context__ = error.__suppress_context__
+    clone.__traceback__ = error.__traceback__
+    if isinstance(getattr(error, "details", None), dict):
+        clone.details = copy.deepcopy(error.details)  # type: ignore[attr-defined]
+    return clone
+
+
 @dataclass(eq=False)
 class _Waiting:
     payload: dict[str, Any]
@@ -97,6 +117,13 @@ class _Relay:
             batch = self._queue[:limit]
             del self._queue[: len(batch)]
         return batch
+
+    @staticmethod
+    def _fail(batch: list[_Waiting], error: BaseException) -> None:
+        """Give every payload of ``batch`` the error the work met, each its own copy (``own_error``):
+        their threads raise it at once and may add their own details to it."""
+        for waiting in batch:
+            waiting.error = own_error(error)
 
     def _hand_over(self, batch: list[_Waiting], mine: _Waiting) -> None:
         with self._lock:
@@ -158,8 +185,7 @@ class PersistGroup(_Relay):
             else:
                 publish_args(tasks.messages_persist_many, [waiting.payload for waiting in batch])
         except BaseException as error:
-            for waiting in batch:
-                waiting.error = error
+            self._fail(batch, error)
         finally:
             self._hand_over(batch, mine)
 
@@ -178,8 +204,8 @@ class PublishIndeterminate(ServiceUnavailable):
     the confirm timed out): the broker may hold it or not. Not a refusal: a resend with the same ids
     is answered with the same seqs."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, code="write_indeterminate")
+    def __init__(self, message: str, *, details: dict | None = None) -> None:
+        super().__init__(message, code="write_indeterminate", details=details)
 
 
 def publish_args(task: Any, *args: Any) -> None:

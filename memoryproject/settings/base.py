@@ -536,7 +536,8 @@ MEMORY_AUTH_CACHE_TTL = env.int("MEMORY_AUTH_CACHE_TTL", default=300)
 # Seconds a key prefix PostgreSQL does not know is remembered as unknown.
 MEMORY_AUTH_UNKNOWN_TTL = env.int("MEMORY_AUTH_UNKNOWN_TTL", default=60)
 # Requests without a valid key (none, or a wrong one) one client address may make per
-# MEMORY_AUTH_FAILURE_WINDOW; over it, 429 with Retry-After and the error code `throttled`, before any PostgreSQL query.
+# MEMORY_AUTH_FAILURE_WINDOW; over it, 429 with Retry-After and the error code `throttled`, before any
+# PostgreSQL query, for every key but a real one's (a valid key is never refused for its address's failures).
 MEMORY_AUTH_FAILURE_LIMIT = env.int("MEMORY_AUTH_FAILURE_LIMIT", default=60)
 # Seconds over which MEMORY_AUTH_FAILURE_LIMIT counts.
 MEMORY_AUTH_FAILURE_WINDOW = env.int("MEMORY_AUTH_FAILURE_WINDOW", default=60)

@@ -5,6 +5,7 @@ fails in a group is retried on its own."""
 
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -147,3 +148,79 @@ def test_appenders_that_wait_too_long_give_up_unpublished_and_the_group_goes_on(
         for m in p["messages"]
     )
     assert published == sorted([*(message["id"] for message in acknowledged), later.messages[0]["id"]])
+
+
+def test_a_group_whose_confirm_is_lost_answers_each_appender_with_its_own_ids_and_seqs(
+    tenant, other_tenant, no_worker, monkeypatch
+):
+    """Appends of two tenants share a publish whose confirm never comes: each ``write_indeterminate``
+    is its own error, and its details name the ids and seqs of that request alone (a shared error
+    object would show every appender whichever thread wrote last)."""
+
+    def confirm_lost(task: Any, args: list[Any]) -> None:
+        time.sleep(0.05)  # appends arriving meanwhile queue up behind this publish
+        try:
+            raise TimeoutError("confirm timed out")
+        except TimeoutError as error:
+            raise publishing._Indeterminate() from error
+
+    monkeypatch.setattr(publishing, "_send_task", confirm_lost)
+    tenants = [tenant, other_tenant]
+    start = threading.Barrier(CLIENTS)
+    sent: dict[int, set[str]] = {}
+    errors: dict[int, BaseException] = {}
+
+    def client(number: int) -> None:
+        ids = {str(uuid.uuid4()), str(uuid.uuid4())}
+        sent[number] = ids
+        start.wait()
+        try:
+            services.message_append(
+                tenant=tenants[number % 2],
+                conversation_id=f"lost-{number}",
+                messages=[{"id": message_id, "role": "user", "content": f"hello {number}"} for message_id in sorted(ids)],
+            )
+        except BaseException as error:
+            errors[number] = error
+
+    threads = [threading.Thread(target=client, args=(number,)) for number in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(errors) == list(range(CLIENTS))
+    assert len({id(error) for error in errors.values()}) == CLIENTS, "appenders share one error object"
+    for number, error in errors.items():
+        assert isinstance(error, publishing.PublishIndeterminate)
+        assert error.code == "write_indeterminate"
+        answered = error.details["messages"]
+        assert {message["id"] for message in answered} == sent[number]
+        first, second = sorted(message["seq"] for message in answered)
+        assert second == first + 1  # its conversation's two seqs, in order
+        assert isinstance(error.__cause__, TimeoutError)
+
+
+def test_own_error_copies_the_error_with_its_cause_and_details_and_keeps_what_cannot_be_copied():
+    try:
+        try:
+            raise TimeoutError("lost")
+        except TimeoutError as cause:
+            raise ServiceUnavailable("down", code="broker_unavailable", details={"messages": [{"id": "a"}]}) from cause
+    except ServiceUnavailable as raised:
+        error = raised
+    clone = publishing.own_error(error)
+    assert clone is not error
+    assert type(clone) is ServiceUnavailable
+    assert (clone.message, clone.code, clone.retry_after, clone.details) == ("down", "broker_unavailable", 5, error.details)
+    assert clone.details is not error.details
+    assert clone.details["messages"] is not error.details["messages"]
+    assert clone.__cause__ is error.__cause__
+    assert clone.__traceback__ is error.__traceback__
+
+    class Odd(Exception):
+        def __init__(self, first: str, second: str) -> None:
+            super().__init__(f"{first} {second}")
+
+    odd = Odd("a", "b")
+    assert publishing.own_error(odd) is odd  # Odd(*args) cannot be rebuilt: given as it is

@@ -165,3 +165,25 @@ def test_the_window_statement_is_prepared_on_the_connection_and_not_when_turned_
     settings.MEMORY_DB_PREPARE = False
     assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50) == expected
     assert prepared() == 0
+
+
+def test_a_cold_read_on_a_connection_postgresql_dropped_reconnects_instead_of_failing(tenant, varied, transactional_db):
+    """A web thread's persistent connection dies with a PostgreSQL restart; its next request's cold
+    read is answered on a new connection (Django's health check, as its own cursors run it), not 503."""
+    import psycopg
+    from django.db import connection
+
+    assert connection.settings_dict["CONN_MAX_AGE"] != 0
+    assert connection.settings_dict["CONN_HEALTH_CHECKS"]
+    expected = orm_messages(tenant, "c1", archived=False)
+    assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50) == expected
+    dropped = connection.connection.info.backend_pid
+    params = {
+        key: value for key, value in connection.get_connection_params().items() if key in ("dbname", "host", "port", "user")
+    }
+    with psycopg.connect(**params, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [dropped])
+    connection.close_if_unusable_or_obsolete()  # what every request begins with (request_started)
+
+    assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50) == expected
+    assert connection.connection.info.backend_pid != dropped

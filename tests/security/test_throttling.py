@@ -344,7 +344,61 @@ def test_past_the_limit_a_flood_of_random_keys_reaches_no_postgresql(db, failure
         answers = [keyed(random_key()).get(CONVERSATIONS) for _ in range(20)]
 
     assert {answer.status_code for answer in answers} == {429}
-    assert flood.captured_queries == []
+    # One query, whatever the flood's size: the keys' prefixes, read once into Redis.
+    assert [query["sql"].count("prefix") > 0 for query in flood.captured_queries] == [True]
+    with CaptureQueriesContext(default_connection) as more:
+        assert {keyed(random_key()).get(CONVERSATIONS).status_code for _ in range(20)} == {429}
+    assert more.captured_queries == []
+
+
+def over_the_limit(failures_limited: int) -> None:
+    """This address spends its budget of failures, as a neighbour behind the same NAT would."""
+    assert [keyed(random_key()).get(CONVERSATIONS).status_code for _ in range(failures_limited + 1)][-1] == 429
+
+
+def test_a_valid_key_whose_record_is_not_cached_is_answered_from_an_address_over_its_limit(
+    tenant, failures_limited, transactional_db
+):
+    from django.core.cache import cache as django_cache
+
+    over_the_limit(failures_limited)
+    _, new = tenant_services.api_key_create(tenant=tenant, name="new")  # never cached
+    assert keyed(new).get(CONVERSATIONS).status_code == 200
+
+    api_key, older = tenant_services.api_key_create(tenant=tenant, name="older")
+    assert keyed(older).get(CONVERSATIONS).status_code == 200
+    django_cache.delete(tenant_services.auth_cache_key(api_key.prefix))  # its record expired
+    assert keyed(older).get(CONVERSATIONS).status_code == 200
+    tenant.name = "renamed"
+    tenant.save()  # a tenant's change forgets its keys' records
+    assert keyed(older).get(CONVERSATIONS).status_code == 200
+
+    # The keys pass; the address's made-up keys, and a real prefix with a wrong secret, do not.
+    assert keyed(random_key()).get(CONVERSATIONS).status_code == 429
+    assert keyed(f"{api_key.prefix}.not-the-secret").get(CONVERSATIONS).status_code == 429
+
+
+def test_a_key_created_while_the_prefixes_are_known_joins_them_at_once(tenant, failures_limited, transactional_db):
+    over_the_limit(failures_limited)
+    assert keyed(random_key()).get(CONVERSATIONS).status_code == 429  # the prefixes are read into Redis
+    _, key = tenant_services.api_key_create(tenant=tenant, name="later")
+
+    assert keyed(key).get(CONVERSATIONS).status_code == 200
+
+
+def test_with_postgresql_unreachable_no_prefix_is_taken_for_unknown(tenant, monkeypatch):
+    from django.db import OperationalError
+
+    from tenants import throttling
+    from tenants.models import TenantApiKey
+
+    throttling.key_prefixes_forget()
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(TenantApiKey.objects, "values_list", unreachable)
+    assert throttling.key_prefix_known("deadbeef") is True  # not known to be absent: the lookup decides
 
 
 def test_a_key_created_with_a_prefix_remembered_as_unknown_works_at_once(tenant):
