@@ -8,7 +8,7 @@ class TenantsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from tenants import chat_models, schema  # noqa: F401 - schema registers the OpenAPI security scheme
+        from tenants import chat_models, egress, schema  # noqa: F401 - schema registers the OpenAPI security scheme
         from tenants.models import ProviderCredential, Tenant, TenantApiKey, setting_check_register
         from tenants.services import api_key_forget, provider_credential_forget, tenant_forget
 
@@ -23,6 +23,8 @@ class TenantsConfig(AppConfig):
             signal.connect(
                 provider_credential_forget, sender=ProviderCredential, dispatch_uid=f"tenants.credential_forget.{signal}"
             )
+        # An allowlist entry that would silently match nothing stops every process at start.
+        egress.allowlist_check()
         # A tenant's own chat model and server are checked when its settings are saved.
         setting_check_register("MEMORY_CHAT_MODEL", chat_models.tenant_choice_refusal(chat_models.parse_spec))
         setting_check_register("MEMORY_CHAT_BASE_URL", chat_models.tenant_choice_refusal(chat_models.validate_base_url))

@@ -10,8 +10,14 @@ URL may reach public addresses only:
   6to4 and NAT64 IPv6, the integer, hex, octal and short IPv4 forms the C resolver accepts
   (``2130706433``, ``0x7f000001``, ``0177.0.0.1``, ``127.1``), a trailing dot, and any name whose
   answers include a refused address.
-* ``MEMORY_EGRESS_ALLOWED_NETWORKS`` (the deployment's, never a tenant's) lets through networks
-  (CIDRs) and host names the operator trusts: a self-hosted model server on a private network.
+* ``MEMORY_EGRESS_ALLOWED_NETWORKS`` (the deployment's, never a tenant's) lets through what the
+  operator trusts: a self-hosted model server on a private network. Each entry names a host (an
+  address, a network in CIDR form, or a name) and, to be narrow, a scheme and a port:
+  ``http://127.0.0.1:11434`` lets through that one server, not the Redis, PostgreSQL or the service
+  itself on the same address; ``127.0.0.1:11434`` the same port over either scheme; ``10.20.0.0/16``
+  or ``vllm.internal`` every port of the network or name. A malformed entry (a port that is not a
+  number from 1 to 65535, a scheme other than http or https, a path, a host that is neither an
+  address nor a name) stops the process at start (``allowlist_check``, from ``tenants.apps``).
 
 It is checked twice. ``url_check`` runs when the setting is saved (admin, API, commands: the tenant
 settings' validation), so a bad URL is refused with the field named. ``EgressTransport`` runs on
@@ -23,14 +29,17 @@ and the connection can never go to an address that was not checked.
 
 import functools
 import ipaddress
+import re
 import socket
 import ssl
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -82,40 +91,42 @@ def url_check(url: str, *, field: str) -> str:
         port = parts.port or DEFAULT_PORTS[parts.scheme]
     except ValueError as error:
         raise EgressRefused(f"{field}={url!r} has no valid port: {error}.") from error
-    host_check(parts.hostname or "", port, field=field)
+    host_check(parts.hostname or "", port, field=field, scheme=parts.scheme)
     return url
 
 
-def host_check(host: str, port: int, *, field: str) -> list[Address]:
-    """The addresses ``host`` stands for, every one of them allowed; EgressRefused otherwise."""
+def host_check(host: str, port: int, *, field: str, scheme: str) -> list[Address]:
+    """The addresses ``host`` stands for, every one of them allowed for ``scheme`` and ``port``;
+    EgressRefused otherwise."""
     name = host.strip().rstrip(".").lower()
     if not name:
         raise EgressRefused(f"{field} names no host.")
-    if name in allowed_names():
+    if any(entry.admits_name(name, scheme=scheme, port=port) for entry in allowlist()):
         return resolve_addresses(host, port, field=field)
     if name in REFUSED_NAMES or name.endswith(".localhost"):
         raise EgressRefused(f"{field}: the host {host!r} is this machine or a metadata service; a tenant's URL may not reach it.")
     addresses = resolve_addresses(host, port, field=field)
     for address in addresses:
-        reason = address_refusal(address)
+        reason = address_refusal(address, scheme=scheme, port=port)
         if reason:
             raise EgressRefused(
                 f"{field}: the host {host!r} leads to {address}, {reason}; a tenant's URL may reach public addresses "
-                "only (an operator allows a private model server with MEMORY_EGRESS_ALLOWED_NETWORKS)."
+                "only (an operator allows a private model server with MEMORY_EGRESS_ALLOWED_NETWORKS, naming its "
+                "scheme, address and port)."
             )
     return addresses
 
 
-def address_refusal(address: Address) -> str | None:
-    """Why the policy refuses ``address`` (None: allowed)."""
-    if any(_within(address, network) for network in allowed_networks()):
+def address_refusal(address: Address, *, scheme: str, port: int) -> str | None:
+    """Why the policy refuses ``address`` reached by ``scheme`` on ``port`` (None: allowed)."""
+    if any(entry.admits_address(address, scheme=scheme, port=port) for entry in allowlist()):
         return None
     if isinstance(address, ipaddress.IPv6Address):
         embedded = address.ipv4_mapped or address.sixtofour
         if embedded is None and address in NAT64:
             embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None:
-            reason = address_refusal(embedded)
+            reason = address_refusal(embedded, scheme=scheme, port=port)
             if reason:
                 return f"{reason} (as {embedded})"
     if any(_within(address, network) for network in METADATA_NETWORKS):
@@ -161,25 +172,96 @@ def resolve(host: str, port: int) -> list[str]:
     return [info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
 
 
-def allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    return _allowlist(tuple(settings.MEMORY_EGRESS_ALLOWED_NETWORKS))[0]
+@dataclass(frozen=True)
+class Allowed:
+    """One entry of ``MEMORY_EGRESS_ALLOWED_NETWORKS``: a network or a name, and the scheme and port
+    it is allowed for (None: any)."""
+
+    network: ipaddress.IPv4Network | ipaddress.IPv6Network | None
+    name: str | None
+    scheme: str | None
+    port: int | None
+
+    def _serves(self, scheme: str, port: int) -> bool:
+        return self.scheme in (None, scheme) and self.port in (None, port)
+
+    def admits_name(self, name: str, *, scheme: str, port: int) -> bool:
+        return self.name == name and self._serves(scheme, port)
+
+    def admits_address(self, address: Address, *, scheme: str, port: int) -> bool:
+        return self.network is not None and _within(address, self.network) and self._serves(scheme, port)
 
 
-def allowed_names() -> frozenset[str]:
-    return _allowlist(tuple(settings.MEMORY_EGRESS_ALLOWED_NETWORKS))[1]
+class AllowlistInvalid(ValueError):
+    """An entry of ``MEMORY_EGRESS_ALLOWED_NETWORKS`` that names no host, scheme or port it could mean."""
+
+
+_NAME = re.compile(r"(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*")
+
+
+def allowlist_entry(entry: str) -> Allowed:
+    """An entry read: ``[scheme://]host[:port]``, the host an address (IPv6 in brackets when a port
+    follows), a CIDR network (without a port) or a name. AllowlistInvalid saying what is wrong."""
+    text = entry.strip()
+    scheme = None
+    if "://" in text:
+        scheme, _, text = text.partition("://")
+        scheme = scheme.lower()
+        if scheme not in DEFAULT_PORTS:
+            raise AllowlistInvalid(f"{entry!r}: the scheme must be http or https, not {scheme!r}.")
+        if text.endswith("/"):
+            text = text[:-1]
+    try:
+        return Allowed(network=ipaddress.ip_network(text, strict=False), name=None, scheme=scheme, port=None)
+    except ValueError:
+        pass
+    if any(mark in text for mark in "/?#@"):
+        raise AllowlistInvalid(
+            f"{entry!r} is not a host: write an address, a network without a port (10.20.0.0/16), or "
+            "[scheme://]host[:port] (http://127.0.0.1:11434), with no path."
+        )
+    host, port = text, None
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            raise AllowlistInvalid(f"{entry!r}: after ']' only ':port' may follow.")
+        port = _port(entry, rest[1:]) if rest else None
+    elif text.count(":") == 1:
+        host, _, number = text.partition(":")
+        port = _port(entry, number)
+    try:
+        return Allowed(network=ipaddress.ip_network(host), name=None, scheme=scheme, port=port)
+    except ValueError:
+        pass
+    name = host.rstrip(".").lower()
+    if not _NAME.fullmatch(name):
+        raise AllowlistInvalid(f"{entry!r}: {host!r} is neither an address nor a host name.")
+    return Allowed(network=None, name=name, scheme=scheme, port=port)
+
+
+def _port(entry: str, number: str) -> int:
+    if not number.isdigit() or not 1 <= int(number) <= 65535:
+        raise AllowlistInvalid(f"{entry!r}: the port must be a number from 1 to 65535, not {number!r}.")
+    return int(number)
+
+
+def allowlist() -> tuple[Allowed, ...]:
+    """The deployment's ``MEMORY_EGRESS_ALLOWED_NETWORKS``, read."""
+    return _allowlist(tuple(settings.MEMORY_EGRESS_ALLOWED_NETWORKS))
+
+
+def allowlist_check() -> None:
+    """ImproperlyConfigured naming the first malformed entry of ``MEMORY_EGRESS_ALLOWED_NETWORKS``:
+    run as every process starts, so an entry that would silently match nothing stops it instead."""
+    try:
+        allowlist()
+    except AllowlistInvalid as error:
+        raise ImproperlyConfigured(f"MEMORY_EGRESS_ALLOWED_NETWORKS: {error}") from None
 
 
 @functools.lru_cache(maxsize=8)
-def _allowlist(entries: tuple[str, ...]) -> tuple[list[Any], frozenset[str]]:
-    networks, names = [], set()
-    for entry in (entry.strip() for entry in entries):
-        if not entry:
-            continue
-        try:
-            networks.append(ipaddress.ip_network(entry, strict=False))
-        except ValueError:
-            names.add(entry.rstrip(".").lower())
-    return networks, frozenset(names)
+def _allowlist(entries: tuple[str, ...]) -> tuple[Allowed, ...]:
+    return tuple(allowlist_entry(entry) for entry in entries if entry.strip())
 
 
 def _within(address: Address, network: Any) -> bool:
@@ -217,7 +299,7 @@ def pinned(request: httpx2.Request, *, field: str) -> httpx2.Request:
     host's, and TLS is verified against the host's name (httpx's ``sni_hostname`` extension)."""
     host = request.url.host
     port = request.url.port or DEFAULT_PORTS.get(request.url.scheme, 443)
-    address = host_check(host, port, field=field)[0]
+    address = host_check(host, port, field=field, scheme=request.url.scheme)[0]
     if str(address) != host:
         if request.url.scheme == "https" and ip_literal(host) is None:
             request.extensions = {**request.extensions, "sni_hostname": host}

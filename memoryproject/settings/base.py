@@ -632,10 +632,12 @@ MEMORY_EXTRACTION_DAILY_CALLS = env.int("MEMORY_EXTRACTION_DAILY_CALLS", default
 MEMORY_EXTRACTION_DAILY_TOKENS = env.int("MEMORY_EXTRACTION_DAILY_TOKENS", default=4_000_000)
 
 # --- Secrets and egress ---------------------------------------------------------------------------
-# Networks (CIDRs) and host names a tenant's own URLs (MEMORY_CHAT_BASE_URL) may reach although the
-# egress policy (tenants/egress.py) refuses them: a self-hosted model server on a private network.
-# Comma-separated, e.g. "10.20.0.0/16,vllm.internal"; empty: loopback, private, link-local and
-# metadata addresses are refused to every tenant.
+# What a tenant's own URLs (MEMORY_CHAT_BASE_URL) may reach although the egress policy
+# (tenants/egress.py) refuses it: a self-hosted model server on a private network. Comma-separated
+# entries [scheme://]host[:port], the host an address, a CIDR network (no port) or a name, e.g.
+# "http://127.0.0.1:11434,https://vllm.internal:8443,10.20.0.0/16" (an entry without a port allows every
+# port of its host: name the port). A malformed entry stops the process at start. Empty: loopback,
+# private, link-local and metadata addresses are refused to every tenant.
 MEMORY_EGRESS_ALLOWED_NETWORKS = env.list("MEMORY_EGRESS_ALLOWED_NETWORKS", default=[])
 # Fernet keys (comma-separated; the first encrypts, all decrypt, so a new key can be rotated in) of
 # the providers' credentials stored per tenant. Unset: one key derived from SECRET_KEY.

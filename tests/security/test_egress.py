@@ -200,7 +200,8 @@ def test_the_allowlist_lets_an_operators_private_network_and_names_through(tenan
 def test_the_allowlist_is_read_from_the_environment_and_empty_unless_set() -> None:
     probe = (
         "import django; django.setup(); from tenants import egress; "
-        "print(egress.address_refusal(egress.ip_literal('10.20.3.4')), sorted(egress.allowed_names()))"
+        "print(egress.address_refusal(egress.ip_literal('10.20.3.4'), scheme='http', port=8000), "
+        "[entry.name for entry in egress.allowlist() if entry.name])"
     )
     environment = dict(
         os.environ,
@@ -210,8 +211,81 @@ def test_the_allowlist_is_read_from_the_environment_and_empty_unless_set() -> No
     finished = subprocess.run([sys.executable, "-c", probe], env=environment, capture_output=True, text=True, timeout=60)
 
     assert finished.stdout.strip() == "None ['vllm.internal']", finished.stderr
-    assert egress.allowed_networks() == []  # nothing unless the operator says so
-    assert egress.allowed_names() == frozenset()
+    assert egress.allowlist() == ()  # nothing unless the operator says so
+
+
+def test_an_entry_naming_a_port_lets_through_that_server_and_not_the_others_on_its_address(
+    tenant: Tenant, dns: FakeDNS, settings: Any
+) -> None:
+    """Allowlisting the local model server must not open the deployment's Redis, PostgreSQL, broker
+    or the service itself on the same address to every tenant."""
+    dns.answers["models.internal"] = [["10.0.0.7"]]
+    settings.MEMORY_EGRESS_ALLOWED_NETWORKS = ["http://127.0.0.1:11434", "[::1]:8000", "https://models.internal:8443/"]
+
+    configure(tenant, MEMORY_CHAT_BASE_URL="http://127.0.0.1:11434/v1")
+    configure(tenant, MEMORY_CHAT_BASE_URL="http://[::1]:8000/v1")
+    configure(tenant, MEMORY_CHAT_BASE_URL="https://[::1]:8000/v1")  # no scheme named: either
+    configure(tenant, MEMORY_CHAT_BASE_URL="https://models.internal:8443/v1")
+    for refused in (
+        "http://127.0.0.1:6379/v1",  # Redis
+        "http://127.0.0.1:5432/v1",  # PostgreSQL
+        "http://127.0.0.1:5672/v1",  # RabbitMQ
+        "http://127.0.0.1:8000/v1",  # the service itself
+        "https://127.0.0.1:11434/v1",  # the scheme the entry did not name
+        "http://127.0.0.1/v1",  # the default port is a port too
+        "http://[::1]:6379/v1",
+        "http://models.internal:8443/v1",
+        "https://models.internal/v1",
+    ):
+        with pytest.raises(ValidationError, match="loopback|private"):
+            configure(tenant, MEMORY_CHAT_BASE_URL=refused)
+
+
+def test_an_entry_naming_a_port_is_kept_to_at_connection_time(dns: FakeDNS, settings: Any) -> None:
+    settings.MEMORY_EGRESS_ALLOWED_NETWORKS = ["http://127.0.0.1:11434"]
+    dns.answers["rebinding.example"] = [["127.0.0.1"]]
+
+    with pytest.raises(egress.EgressRefused, match="127.0.0.1, a loopback address"):
+        guarded_get("http://rebinding.example:6379/")
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("127.0.0.1:0", "port must be a number from 1 to 65535"),
+        ("127.0.0.1:70000", "port must be a number from 1 to 65535"),
+        ("127.0.0.1:http", "port must be a number"),
+        ("ftp://127.0.0.1:21", "scheme must be http or https"),
+        ("http://127.0.0.1:11434/v1", "no path"),
+        ("10.20.0.0/16:8000", "network without a port"),
+        ("models internal", "neither an address nor a host name"),
+        ("[::1]8000", "only ':port' may follow"),
+        ("user@host", "is not a host"),
+    ],
+)
+def test_a_malformed_allowlist_entry_is_refused_naming_it(entry: str, problem: str) -> None:
+    with pytest.raises(egress.AllowlistInvalid, match=problem) as refused:
+        egress.allowlist_entry(entry)
+    assert repr(entry) in str(refused.value)
+
+
+def test_a_malformed_allowlist_entry_stops_the_process_at_start() -> None:
+    environment = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="memoryproject.settings.test",
+        MEMORY_EGRESS_ALLOWED_NETWORKS="10.0.0.0/8,127.0.0.1:99999",
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); print('started')"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert finished.returncode != 0
+    assert "started" not in finished.stdout
+    assert "ImproperlyConfigured: MEMORY_EGRESS_ALLOWED_NETWORKS: '127.0.0.1:99999': the port must be" in finished.stderr
 
 
 # --- When the connection is made ---------------------------------------------------------------------
