@@ -44,6 +44,7 @@ replica a failover promotes holds every acknowledged write: see ``docs/operation
 
 import functools
 import hashlib
+import hmac
 import json
 import time
 from collections.abc import Iterable, Sequence
@@ -51,8 +52,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+import redis.crc
 from django.conf import settings
 
+from conversations.models import tombstone_secrets
 from core.redis_client import CacheUnavailable, ReplicaUnconfirmed, Scripts, call, client, replicated, scan_keys
 
 HEADER_PREFIX = '{"seq":0,'
@@ -98,13 +101,32 @@ class ConversationKeys:
 def erase_floor_key(tenant_slug: str, conversation_id: str) -> str:
     """Where an erase or clear leaves its floor (the first seq it did not erase), read by MERGE.
 
-    It outlives the conversation's other keys, so it names the conversation by a digest: an erased
-    conversation (or user) leaves nothing readable in Redis. With hash tags on (Redis Cluster) it
-    must share the conversation's slot, so it takes the conversation's tag instead.
+    It outlives the conversation's other keys, so it names the conversation by an HMAC keyed with
+    the deployment's secret (the tombstones' newest, ``conversations.models.tombstone_secrets``): an
+    erased conversation (or user) leaves nothing in Redis from which its id can be read or a guessed
+    id confirmed. With hash tags on (Redis Cluster) it must share the conversation's slot, so its tag
+    is a short one of that slot (``slot_tag``), never the conversation's own.
+
+    A floor is read under the newest secret only: floors left before a rotation of the secret are not
+    seen after it. They matter for the seconds a worker's settle may trail an erase; what is stored
+    stays guarded by the PostgreSQL tombstones, which are found under every secret.
     """
+    secret = tombstone_secrets()[0]
+    mac = hmac.new(f"memory-service erase floors:{secret}".encode(), conversation_id.encode(), hashlib.sha256).hexdigest()
     if settings.MEMORY_REDIS_HASH_TAGS:
-        return key(tenant_slug, conversation_id, "erased")
-    return f"{tenant_slug}:erased:{hashlib.sha256(conversation_id.encode()).hexdigest()}"
+        slot = redis.crc.key_slot(_prefix(tenant_slug, conversation_id).encode())
+        return "{" + slot_tag(slot) + "}" + f":{tenant_slug}:erased:{mac}"
+    return f"{tenant_slug}:erased:{mac}"
+
+
+@functools.lru_cache(maxsize=None)
+def slot_tag(slot: int) -> str:
+    """The first hexadecimal number whose Redis Cluster slot is ``slot``: a hash tag that places a key
+    beside a conversation's without naming it (found in about 16,000 tries, then kept)."""
+    number = 0
+    while redis.crc.key_slot(format(number, "x").encode()) != slot:
+        number += 1
+    return format(number, "x")
 
 
 def message_key(tenant_slug: str, conversation_id: str, message_id: str) -> str:

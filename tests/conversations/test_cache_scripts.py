@@ -716,8 +716,26 @@ def test_a_settle_older_than_an_erase_or_clear_writes_nothing_back_and_a_newer_o
     assert redis().get(cache.message_key(TENANT, CONVERSATION, "m11")) is not None
 
 
-def test_the_erase_floor_names_the_conversation_by_a_digest_only():
-    cache.erase(tenant_slug=TENANT, conversation_id="alice-session-1", erased_before=5)
+@pytest.mark.parametrize("hash_tags", [False, True])
+def test_the_erase_floor_names_the_conversation_by_a_keyed_digest_only(hash_tags, settings):
+    """What an erase leaves in Redis neither holds the id nor lets a guessed id be confirmed by
+    hashing it: the digest is keyed with the deployment's secret, and under Redis Cluster's hash
+    tags the key sits in the conversation's slot without carrying its tag."""
+    import hashlib
+
+    from redis.crc import key_slot
+
+    settings.MEMORY_REDIS_HASH_TAGS = hash_tags
+    conversation_id = "alice-session-1"
+    cache.merge(tenant_slug=TENANT, conversation_id=conversation_id, messages=[message(1)], mode="pending", ttl=TTL, token="")
+    cache.erase(tenant_slug=TENANT, conversation_id=conversation_id, erased_before=5)
+
+    floor = cache.erase_floor_key(TENANT, conversation_id)
     left = [key.decode() for key in redis().scan_iter() if key.decode() != cache.LEDGER_KEY]
-    assert left == [cache.erase_floor_key(TENANT, "alice-session-1")]
-    assert "alice" not in cache.erase_floor_key(TENANT, "alice-session-1")
+    assert left == [floor]
+    assert "alice" not in floor
+    assert hashlib.sha256(conversation_id.encode()).hexdigest() not in floor  # a guess cannot be confirmed
+    if hash_tags:
+        assert key_slot(floor.encode()) == key_slot(cache.key(TENANT, conversation_id, "state").encode())
+    settings.MEMORY_TOMBSTONE_KEYS = ["another secret"]
+    assert cache.erase_floor_key(TENANT, conversation_id) != floor  # the deployment's secret keys it
