@@ -119,7 +119,7 @@ def erase_floor_key(tenant_slug: str, conversation_id: str) -> str:
     return f"{tenant_slug}:erased:{mac}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def slot_tag(slot: int) -> str:
     """The first hexadecimal number whose Redis Cluster slot is ``slot``: a hash tag that places a key
     beside a conversation's without naming it (found in about 16,000 tries, then kept)."""
