@@ -367,7 +367,7 @@ class WebServer(ServiceProcess):
             "--workers",
             str(self.workers),
             "--worker-class",
-            "gthread",
+            "memoryproject.gunicorn_worker.ApiThreadWorker",
             "--threads",
             str(self.threads),
             "--timeout",

@@ -1005,12 +1005,13 @@ value; `details` holds the per-field errors of a validation error, or a limit's 
 
 | Status | Codes |
 |---|---|
-| 400 | `validation_error`, `parse_error`, `limit_exceeded` |
+| 400 | `validation_error`, `parse_error`, `limit_exceeded`, `bad_request` (bytes that are not HTTP/1.1) |
 | 401 | `not_authenticated`, `authentication_failed` |
 | 404 | `not_found` (also another tenant's ids, and paths that do not exist) |
 | 405 | `method_not_allowed` (the `Allow` header lists the methods) |
 | 409 | `conflict` (an id already holds other content), `run_active`, `chat_in_progress` |
-| 413, 414, 415 | `payload_too_large`, `uri_too_long`, `unsupported_media_type` (send `Content-Type: application/json`) |
+| 413, 414, 415 | `payload_too_large`, `uri_too_long` (past `MEMORY_MAX_URL_LENGTH`, or a request line past 8,190 bytes), `unsupported_media_type` (send `Content-Type: application/json`) |
+| 431 | `request_header_fields_too_large` (more than 100 headers, or one past 8,190 bytes) |
 | 429 | `throttled` (the tenant's `MEMORY_RATE_LIMIT`, or too many requests without a valid key), `chat_limit_reached` |
 | 502, 504 | `model_error`, `egress_refused`, `model_timeout` (the chat endpoint's model) |
 | 503 | `broker_unavailable`, `write_indeterminate`, `idempotency_unknown`, `conversation_busy`, `backends_unavailable`, `service_unavailable`, and the chat endpoint's `chat_capacity`, `chat_model_not_configured`, `chat_model_unavailable`, `provider_credential_missing` |
