@@ -36,7 +36,7 @@ from django.utils import timezone
 from conversations import cache, metrics, tokens
 from conversations.models import CacheRepair, Message
 from conversations.services import publish
-from conversations.services.ledger import ledger_is_whole
+from conversations.services.ledger import ledger_is_whole, ledger_recorded
 from conversations.services.lifecycle import conversation_ensure
 from conversations.services.messages import MESSAGE_COLUMNS, _same_message, message_from_values
 from conversations.services.persist import _persist_key, _persist_outcome, _persist_rows
@@ -103,6 +103,7 @@ def message_append(
         user_id=user_id,
         agent_id=agent_id,
     )
+    ledger_recorded()  # once per process: a ledger Redis loses later is never taken for the first
     try:
         result = _append_through_cache(**append)
     except cache.CacheUnavailable as error:

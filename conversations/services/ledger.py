@@ -52,6 +52,33 @@ def ledger_is_whole(*, tenant: Tenant, conversation_id: str) -> bool:
     return False
 
 
+# Whether this process has seen the deployment's ledger recorded in PostgreSQL (``ledger_recorded``).
+_recorded = False
+
+
+def ledger_recorded() -> None:
+    """Before a process acknowledges its first write of any kind: the ledger is begun and its epoch
+    recorded in PostgreSQL, once per process.
+
+    The first ledger a deployment begins is whole at once (``_ledger_begun``), which is right only if
+    no write was acknowledged before it. Were a ledger begun only by a client id's lookup, a
+    deployment whose writes so far carried no client id would begin its first ledger after a Redis
+    loss, take it for the first, and answer a resent server id (a 201's, or one ``write_indeterminate``
+    handed out) as new: a second seq for one message. Best effort: when Redis or PostgreSQL does not
+    answer, the next append tries again."""
+    global _recorded
+    if _recorded:
+        return
+    try:
+        status = cache.ledger_status()
+    except cache.CacheUnavailable as error:
+        logger.warning("ledger_unrecorded", error=str(error))
+        return
+    # A ledger found begun was recorded by whoever began it (``_ledger_begun``); one begun now is
+    # recorded here, and a failure to record it is tried again by the next append.
+    _recorded = not status.begun_now or _ledger_begun(status)
+
+
 # Seconds a persist statement in flight when Redis lost the ledger may still take, and seconds a
 # message delivered just before a barrier may take to be committed or put back among the pending.
 LEDGER_SLACK_SECONDS = 5
@@ -96,21 +123,23 @@ def _void_quietly(*, since: int, barrier: int) -> None:
         pass  # a round with no result is begun again after LEDGER_ROUND_STALLED_SECONDS
 
 
-def _ledger_begun(status: cache.LedgerStatus) -> None:
+def _ledger_begun(status: cache.LedgerStatus) -> bool:
     """This append began the ledger: the first a deployment ever begins is whole at once (no write
     was acknowledged before it); a later one replaces a ledger Redis lost. PostgreSQL keeps the
-    record; if it cannot be asked, the ledger is taken as a replacement (the safe side)."""
+    record; if it cannot be asked, the ledger is taken as a replacement (the safe side). Returns
+    whether the record was kept."""
     try:
         with transaction.atomic():
             first = not LedgerEpoch.objects.exists()
             LedgerEpoch.objects.get_or_create(since=status.since)
     except DatabaseError as error:
         logger.warning("ledger_epoch_unrecorded", since=status.since, error=str(error))
-        return
+        return False
     if first:
         cache.ledger_mark(since=status.since, event="drained_at")
         cache.ledger_mark(since=status.since, event="whole_at")
     logger.info("ledger_begun", since=status.since, first=first)
+    return True
 
 
 def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int = 1, workers: dict | None = None) -> bool:

@@ -218,6 +218,50 @@ def test_the_first_ledger_a_deployment_begins_is_whole_at_once(tenant, no_worker
     assert LedgerEpoch.objects.count() == 1
 
 
+@pytest.mark.parametrize("handed_out_by", ["201", "write_indeterminate"])
+def test_a_server_id_resent_after_redis_lost_the_first_ledger_is_refused_not_taken_as_new(
+    tenant, no_worker, monkeypatch, handed_out_by
+):
+    """A deployment whose writes so far carried no client id: the ids the service handed out (a 201's,
+    or a ``write_indeterminate``'s to resend with) are still known after Redis restarts empty, so the
+    resend is refused until the queued write is persisted, then answered with its first seq."""
+    get_redis_connection("default").flushdb()  # a new deployment: no ledger in Redis, none in PostgreSQL
+    ledger._recorded = False
+    assert not LedgerEpoch.objects.exists()
+    if handed_out_by == "201":
+        acknowledged = services.message_append(
+            tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "no id"}]
+        ).messages[0]
+    else:
+        sent = publish_stage._send_task
+
+        def confirm_lost(task: Any, args: list[Any]) -> None:
+            sent(task, args)  # the broker has it; its confirm never comes back
+            try:
+                raise TimeoutError("confirm timed out")
+            except TimeoutError as error:
+                raise publish_stage._Indeterminate() from error
+
+        monkeypatch.setattr(publish_stage, "_send_task", confirm_lost)
+        with pytest.raises(publish_stage.PublishIndeterminate) as indeterminate:
+            services.message_append(tenant=tenant, conversation_id="c1", messages=[{"role": "user", "content": "no id"}])
+        monkeypatch.undo()
+        acknowledged = indeterminate.value.details["messages"][0]
+    queued = take_queued_tasks()
+    get_redis_connection("default").flushdb()  # Redis restarts empty; the write is still queued
+
+    resend = {"id": acknowledged["id"], "role": "user", "content": "no id"}
+    with pytest.raises(ServiceUnavailable) as refused:
+        append(tenant, "c1", resend)
+    assert refused.value.code == "idempotency_unknown"
+    assert stored(tenant) == []
+
+    run_tasks(queued)
+    again = append(tenant, "c1", resend)
+    assert (again.created, again.messages[0]["seq"]) == (False, acknowledged["seq"])
+    assert stored(tenant) == [(acknowledged["id"], acknowledged["seq"])]
+
+
 def test_a_worker_waiting_for_postgresql_puts_its_writes_back_in_a_ledger_redis_lost(tenant, no_worker):
     acknowledged = append(tenant, "c1", first := message("waiting")).messages[0]
     payload = take_queued_tasks()[0][1]
