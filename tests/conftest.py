@@ -71,7 +71,6 @@ def clean_redis() -> None:
     """An empty Redis that lost nothing: its ledger of pending writes is whole (a test that loses it
     flushes Redis itself, see ``tests/conversations/test_acknowledged.py``)."""
     from conversations import cache
-
     from conversations.services import ledger
 
     redis = get_redis_connection("default")
