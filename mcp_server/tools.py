@@ -3,11 +3,16 @@ same service or selector, for the tenant of the API key.
 
 A tool is a ``Tool``: its name, a description for the model, the JSON Schema of its arguments, and a
 function ``run(*, tenant, **arguments)`` answering a JSON document. The schemas describe the
-arguments to the client; the rules are the API's own (its serializers, ``conversations.api.views``'
-id checks, the services), so a tool accepts exactly what its endpoint accepts and refuses the rest
-with the same error. ``call`` checks only what the serializers cannot see: an argument no tool
-takes, a required one missing, or an id that is not a string; each is a ``validation_error`` and
-nothing is written.
+arguments to the client; the rules are the API's own, so a tool accepts exactly what its endpoint
+accepts and refuses the rest with the same code, status and field. The ids an endpoint reads from
+its URL path go through the API's own router and its NUL check (``_path``), then the view's id
+checks (``conversations.api.views``); a GET endpoint's other arguments are read as its query string
+(``_query``), a POST endpoint's as its JSON body, by the endpoint's serializers; the services do the
+rest. A result is the endpoint's JSON answer (``tests/mcp_server/test_parity.py`` holds each tool to
+it, input by input); an append adds ``created``, which the endpoint tells by its 201, and a delete,
+a 204 there, answers what it deleted. ``call`` checks only what no endpoint can be sent: an argument
+no tool takes, a required one missing, or an id that is not a string; each is a
+``validation_error`` and nothing is written.
 
 An error is answered as the API's error document (``{"error": {"code", "message", "details"}}``) with
 the HTTP ``status`` the endpoint would have answered and, when waiting helps, ``retry_after`` in
@@ -20,16 +25,19 @@ seconds: ``call`` turns every exception the API would answer into that document
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import structlog
-from rest_framework.exceptions import ValidationError
+from django.http import QueryDict
+from django.urls import Resolver404, resolve
+from rest_framework.exceptions import MethodNotAllowed, ValidationError
 from rest_framework.utils.encoders import JSONEncoder
 
-from conversations import selectors, services
+from conversations import content_parts, selectors, services
 from conversations.api import errors
 from conversations.api import serializers as conversation_serializers
-from conversations.api.views import _conversation_id, _new_conversation_id
+from conversations.api.views import SlashedConversationIdView, _conversation_id, _new_conversation_id, _refuse_nul
 from conversations.models import Role
 from core.exceptions import NotFound
 from extraction import selectors as extraction_selectors
@@ -48,6 +56,7 @@ from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
 
+API_ROOT = "/api/v1/"
 SERVER_ERROR = "The service failed to answer this call; it has been logged. Retry, and report it if it persists."
 
 
@@ -112,7 +121,7 @@ def _schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-# --- The tools --------------------------------------------------------------------------------------
+# --- The endpoint's request ------------------------------------------------------------------------
 
 
 def _string(value: Any, *, field: str) -> str:
@@ -126,6 +135,40 @@ def _given(**values: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
+def _query(**values: Any) -> QueryDict:
+    """The arguments as the endpoint's query string carries them, so that its serializer reads them
+    as it reads a request's: a list is the parameter repeated, a blank value is one left out."""
+    query = QueryDict(mutable=True)
+    for name, value in _given(**values).items():
+        for item in value if isinstance(value, list) else [value]:
+            query.appendlist(name, item if isinstance(item, str) else json.dumps(item))
+    return query
+
+
+def _path(method: str, route: str, *, query: QueryDict | None = None, **ids: Any) -> dict[str, Any]:
+    """The ids as the endpoint ``method /api/v1/<route>`` reads them from its URL path (each id one
+    segment, as a client percent-encodes it and the server decodes it), or the API's refusal of that
+    request before the endpoint's own checks: 404 when no route takes the path (an empty id, a "/" in
+    a user id or key), the answer of the route that does take it (a conversation id holding "/" is a
+    400 naming it; the fact key "history" is the history's route, which only reads), and a NUL in an
+    id or in ``query`` refused as every API view refuses it (``TenantAPIView``)."""
+    path = API_ROOT + route.format(**{name: _string(value, field=name) for name, value in ids.items()})
+    try:
+        match = resolve(path)
+    except Resolver404:
+        raise NotFound(f"No endpoint answers {path}.", details={"path": path}) from None
+    _refuse_nul(SimpleNamespace(method=method, query_params=query or QueryDict()), match.kwargs)
+    view = match.func.view_class
+    if not hasattr(view, method.lower()):
+        raise MethodNotAllowed(method)
+    if view is SlashedConversationIdView:
+        view().refuse(None, **match.kwargs)
+    return match.kwargs
+
+
+# --- The tools --------------------------------------------------------------------------------------
+
+
 def append_messages(
     *,
     tenant: Tenant,
@@ -134,7 +177,9 @@ def append_messages(
     user_id: Any = None,
     agent_id: Any = None,
 ) -> dict[str, Any]:
-    conversation_id = _new_conversation_id(_string(conversation_id, field="conversation_id"))
+    """``POST /conversations/{id}/messages/``'s answer, and ``created``: whether any message was new (its 201)."""
+    path = _path("POST", "conversations/{conversation_id}/messages/", conversation_id=conversation_id)
+    conversation_id = _new_conversation_id(path["conversation_id"])
     values = conversation_serializers.append_values(_given(messages=messages, user_id=user_id, agent_id=agent_id))
     result = services.message_append(
         tenant=tenant,
@@ -145,25 +190,31 @@ def append_messages(
     )
     return {
         "conversation_id": conversation_id,
+        "messages": [content_parts.api_message(message) | {"conversation_id": conversation_id} for message in result.messages],
         "created": result.created,
-        "messages": [message | {"conversation_id": conversation_id} for message in result.messages],
     }
 
 
 def get_context(*, tenant: Tenant, conversation_id: Any, **options: Any) -> dict[str, Any]:
-    conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
+    """``POST /conversations/{id}/context/``'s answer."""
+    path = _path("POST", "conversations/{conversation_id}/context/", conversation_id=conversation_id)
     serializer = memory_serializers.ContextInSerializer(data=_given(**options))
     serializer.is_valid(raise_exception=True)
-    return context_answer(tenant=tenant, conversation_id=conversation_id, values=serializer.validated_data)
+    return context_answer(
+        tenant=tenant, conversation_id=_conversation_id(path["conversation_id"]), values=serializer.validated_data
+    )
 
 
 def get_window(*, tenant: Tenant, conversation_id: Any, limit: Any = None, format: Any = None) -> dict[str, Any]:
-    conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
-    query = conversation_serializers.LlmWindowQuerySerializer(data=_given(limit=limit, format=format))
+    """``GET /conversations/{id}/window/``'s answer."""
+    parameters = _query(limit=limit, format=format)
+    path = _path("GET", "conversations/{conversation_id}/window/", query=parameters, conversation_id=conversation_id)
+    query = conversation_serializers.LlmWindowQuerySerializer(data=parameters)
     query.is_valid(raise_exception=True)
+    conversation_id = path["conversation_id"]
     window = selectors.conversation_llm_window(
         tenant=tenant,
-        conversation_id=conversation_id,
+        conversation_id=_conversation_id(conversation_id),
         limit=query.validated_data.get("limit") or tenant.setting("MEMORY_MAX_TURNS_PROMPT"),
         format=query.validated_data["format"],
     )
@@ -185,26 +236,33 @@ def search_memory(
     conversation_ids: Any = None,
     **options: Any,
 ) -> dict[str, Any]:
+    """``POST /users/{id}/search/``'s answer with ``user_id``, ``POST /conversations/{id}/search/``'s
+    with ``conversation_id``."""
     if (user_id is None) == (conversation_id is None):
         raise ValidationError("Send either user_id (all of the user's conversations) or conversation_id, not both.")
     if conversation_id is not None:
-        conversation_id = _conversation_id(_string(conversation_id, field="conversation_id"))
+        conversation_id = _conversation_id(
+            _path("POST", "conversations/{conversation_id}/search/", conversation_id=conversation_id)["conversation_id"]
+        )
     else:
-        user_id = _string(user_id, field="user_id")
-        options.setdefault("scope", "user")
+        user_id = _path("POST", "users/{user_id}/search/", user_id=user_id)["user_id"]
     # The endpoint's JSON body: its filters included; a conversation filter is "conversation_id" there.
     parameters = search_serializers.SearchBodySerializer(data={"q": query, **_given(conversation_id=conversation_ids, **options)})
     parameters.is_valid(raise_exception=True)
     values = dict(parameters.validated_data)
     text = values.pop("q")
+    if user_id is not None:
+        values.setdefault("scope", "user")
     request = search_selectors.SearchRequest.for_tenant(tenant, query=text, **values)
     result = search_selectors.memory_search(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
     return search_serializers.search_answer(text, result)
 
 
 def get_facts(*, tenant: Tenant, user_id: Any, limit: Any = None) -> dict[str, Any]:
-    user_id = _string(user_id, field="user_id")
-    query = fact_serializers.FactListQuerySerializer(data=_given(limit=limit))
+    """``GET /users/{id}/facts/``'s answer."""
+    parameters = _query(limit=limit)
+    user_id = _path("GET", "users/{user_id}/facts/", query=parameters, user_id=user_id)["user_id"]
+    query = fact_serializers.FactListQuerySerializer(data=parameters)
     query.is_valid(raise_exception=True)
     facts = fact_selectors.facts_list(tenant=tenant, user_id=user_id, limit=query.validated_data.get("limit"))
     return {
@@ -215,34 +273,39 @@ def get_facts(*, tenant: Tenant, user_id: Any, limit: Any = None) -> dict[str, A
 
 
 def set_fact(*, tenant: Tenant, user_id: Any, key: Any, value: Any) -> dict[str, Any]:
-    serializer = fact_serializers.FactValueInSerializer(data={"value": value})
+    """``POST /users/{id}/facts/``'s answer to one fact, ``{"key": ..., "value": ...}``."""
+    user_id = _path("POST", "users/{user_id}/facts/", user_id=user_id)["user_id"]
+    serializer = fact_serializers.FactsInSerializer(data={"key": key, "value": value})
     serializer.is_valid(raise_exception=True)
-    fact, created = fact_services.fact_set(
-        tenant=tenant,
-        user_id=_string(user_id, field="user_id"),
-        key=_string(key, field="key"),
-        value=serializer.validated_data["value"],
-    )
-    return {"user_id": user_id, "created": created, "fact": fact_serializers.FactOutSerializer(fact).data}
+    writes = fact_services.facts_upsert(tenant=tenant, user_id=user_id, facts=serializer.validated_data["facts"])
+    return {
+        "user_id": user_id,
+        "facts": [fact_serializers.FactOutSerializer(write.fact).data for write in writes],
+        "created": [write.fact.key for write in writes if write.created],
+    }
 
 
 def delete_fact(*, tenant: Tenant, user_id: Any, key: Any) -> dict[str, Any]:
-    user_id = _string(user_id, field="user_id")
-    fact_services.fact_delete(tenant=tenant, user_id=user_id, key=_string(key, field="key"))
-    return {"user_id": user_id, "key": fact_selectors.stored_key(key), "deleted": True}
+    """``DELETE /users/{id}/facts/{key}/`` (a 204), answered as the fact deleted."""
+    path = _path("DELETE", "users/{user_id}/facts/{key}/", user_id=user_id, key=key)
+    fact_services.fact_delete(tenant=tenant, user_id=path["user_id"], key=path["key"])
+    return {"user_id": path["user_id"], "key": fact_selectors.stored_key(path["key"]), "deleted": True}
 
 
 def get_memories(*, tenant: Tenant, user_id: Any, conversation_ids: Any = None, **options: Any) -> dict[str, Any]:
-    user_id = _string(user_id, field="user_id")
+    """``GET /users/{id}/memories/``'s answer."""
     # The endpoint's query: its conversation filter is the repeated "conversation_id" there.
-    query = extraction_serializers.MemoryQuerySerializer(data=_given(conversation_id=conversation_ids, **options))
+    parameters = _query(conversation_id=conversation_ids, **options)
+    user_id = _path("GET", "users/{user_id}/memories/", query=parameters, user_id=user_id)["user_id"]
+    query = extraction_serializers.MemoryQuerySerializer(data=parameters)
     query.is_valid(raise_exception=True)
     return memory_list_answer(tenant=tenant, user_id=user_id, values=query.validated_data)
 
 
 def get_memory(*, tenant: Tenant, user_id: Any, memory_id: Any) -> dict[str, Any]:
-    user_id = _string(user_id, field="user_id")
-    memory_id = _string(memory_id, field="memory_id")
+    """``GET /users/{id}/memories/{memory_id}/``'s answer."""
+    path = _path("GET", "users/{user_id}/memories/{memory_id}/", user_id=user_id, memory_id=memory_id)
+    user_id, memory_id = path["user_id"], path["memory_id"]
     memory = extraction_selectors.memory_get(tenant=tenant, user_id=user_id, memory_id=_memory_id(memory_id))
     if memory is None:
         raise NotFound(f"User {user_id!r} has no memory {memory_id}.")
@@ -254,9 +317,12 @@ def get_memory(*, tenant: Tenant, user_id: Any, memory_id: Any) -> dict[str, Any
 
 
 def delete_memory(*, tenant: Tenant, user_id: Any, memory_id: Any) -> dict[str, Any]:
-    user_id = _string(user_id, field="user_id")
-    memory_id = _string(memory_id, field="memory_id")
-    memory = extraction_services.memory_invalidate(tenant=tenant, user_id=user_id, memory_id=_memory_id(memory_id), by="mcp")
+    """``DELETE /users/{id}/memories/{memory_id}/`` (a 204), answered as the memory taken back."""
+    path = _path("DELETE", "users/{user_id}/memories/{memory_id}/", user_id=user_id, memory_id=memory_id)
+    user_id = path["user_id"]
+    memory = extraction_services.memory_invalidate(
+        tenant=tenant, user_id=user_id, memory_id=_memory_id(path["memory_id"]), by="mcp"
+    )
     return {"user_id": user_id, "memory_id": str(memory.memory_id), "deleted": True}
 
 

@@ -1,12 +1,16 @@
 """Fixtures of the MCP tests: the live service of the client tests (a real gunicorn and Celery
-worker, ``tests/client/conftest.py``), and an MCP session of the SDK's own client against it."""
+worker, ``tests/client/conftest.py``), an MCP session of the SDK's own client against it, and one
+JSON-RPC message to the endpoint in-process."""
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from rest_framework.test import APIClient
 
 from tests.client.conftest import (  # noqa: F401  (fixtures, shared with the client tests)
     LiveService,
@@ -17,6 +21,8 @@ from tests.client.conftest import (  # noqa: F401  (fixtures, shared with the cl
 )
 
 PATH = "/api/v1/mcp/"
+ACCEPT = "application/json, text/event-stream"
+PROTOCOL = "2025-06-18"
 
 
 def mcp_url(live: LiveService) -> str:
@@ -34,3 +40,22 @@ async def mcp_session(live: LiveService, *, authorization: str | None = None) ->
     ):
         await session.initialize()
         yield session
+
+
+def rpc(
+    client: APIClient, method: str, params: dict[str, Any] | None = None, *, id: int | None = 1, url: str = PATH, **headers: str
+) -> Any:
+    """The endpoint's answer to one JSON-RPC message, sent in-process with the client's key."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    if id is not None:
+        message["id"] = id
+    return client.post(
+        url,
+        data=json.dumps(message),
+        content_type="application/json",
+        HTTP_ACCEPT=headers.pop("accept", ACCEPT),
+        HTTP_MCP_PROTOCOL_VERSION=PROTOCOL,
+        **headers,
+    )

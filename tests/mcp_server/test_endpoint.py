@@ -12,29 +12,10 @@ from conversations.models import Message
 from facts.models import UserFact
 from tenants import services as tenant_services
 from tenants.throttling import TenantRateThrottle
+from tests.mcp_server.conftest import PATH, PROTOCOL, rpc
 
-URL = "/api/v1/mcp/"
-ACCEPT = "application/json, text/event-stream"
-PROTOCOL = "2025-06-18"
+URL = PATH
 WINDOW = 60
-
-
-def rpc(
-    client: APIClient, method: str, params: dict[str, Any] | None = None, *, id: int | None = 1, url: str = URL, **headers: str
-) -> Any:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        message["params"] = params
-    if id is not None:
-        message["id"] = id
-    return client.post(
-        url,
-        data=json.dumps(message),
-        content_type="application/json",
-        HTTP_ACCEPT=headers.pop("accept", ACCEPT),
-        HTTP_MCP_PROTOCOL_VERSION=PROTOCOL,
-        **headers,
-    )
 
 
 def initialize(client: APIClient) -> Any:
@@ -76,7 +57,7 @@ def test_a_tool_call_runs_on_the_request_and_writes_for_the_keys_tenant(api: API
     assert answer.status_code == 200
     result = answer.json()["result"]
     assert result["isError"] is False
-    assert result["structuredContent"]["fact"]["value"] == "green"
+    assert result["structuredContent"]["facts"][0]["value"] == "green"
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
     assert UserFact.objects.for_tenant(tenant).get(user_id="ada").value == "green"
 

@@ -57,7 +57,7 @@ def test_an_agent_sets_a_fact_through_the_mcp_tools(service: LiveService, tenant
     result = asyncio.run(run())
     (tool_message,) = [message for message in result["messages"] if isinstance(message, ToolMessage)]
     assert tool_message.status == "success"
-    assert '"created": true' in tool_message.text
+    assert '"created": ["city"]' in tool_message.text
     assert result["messages"][-1].text == "Noted: you live in Lyon."
     fact = UserFact.objects.for_tenant(tenant).get(user_id="ada")
     assert (fact.key, fact.value) == ("city", "Lyon")

@@ -124,9 +124,9 @@ def test_a_fact_is_set_read_and_deleted(service: LiveService, tenant: Any) -> No
         ("delete_fact", {"user_id": "ada", "key": "city"}),
         ("get_facts", {"user_id": "ada"}),
     )
-    assert answer(created)["created"] is True
-    assert answer(changed)["created"] is False
-    assert answer(changed)["fact"]["value"] == "Lyon"
+    assert answer(created)["created"] == ["city"]
+    assert answer(changed)["created"] == []
+    assert answer(changed)["facts"][0]["value"] == "Lyon"
     facts = answer(read)
     assert [(fact["key"], fact["value"]) for fact in facts["facts"]] == [("city", "Lyon")]
     assert facts["total_tokens"] == facts["facts"][0]["token_count"] > 0
