@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test lint worker migrate bench torch docs
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt requirements-docs.txt client/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-bench.txt requirements-docs.txt client/pyproject.toml wire/pyproject.toml
 	@echo "Creating the virtualenv $(VENV) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --progress-bar on --upgrade pip

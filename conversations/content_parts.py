@@ -23,7 +23,7 @@ from rest_framework import serializers
 
 from core.exceptions import LimitExceeded
 from core.storable import storable_json, storable_text
-from memory_client.messages import ARTIFACT_KEY, CONTENT_PARTS_KEY
+from memory_wire.messages import ARTIFACT_KEY, CONTENT_PARTS_KEY
 
 _PARTS_MARKER = json.dumps(CONTENT_PARTS_KEY).encode()
 

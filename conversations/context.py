@@ -42,7 +42,7 @@ from typing import Any
 from langchain_core.messages import convert_to_openai_messages, message_to_dict
 
 from conversations import tokens
-from memory_client.messages import CONTENT_PARTS_KEY, from_service, tool_call_ids, tool_calls_of
+from memory_wire.messages import CONTENT_PARTS_KEY, from_service, tool_call_ids, tool_calls_of
 
 FORMATS = ("openai", "langchain")
 PER_MESSAGE = 3

@@ -33,7 +33,7 @@ from datetime import date, datetime
 from typing import Any
 
 from conversations import tokens
-from memory_client.messages import tool_calls_of
+from memory_wire.messages import tool_calls_of
 
 # Sources up to this many characters may be kept whole.
 SHORT_SOURCE = 120

@@ -36,7 +36,7 @@ from conversations import tokens
 from conversations.models import Conversation, Message, Role
 from conversations.services import message_to_dict
 from core.exceptions import Conflict, NotFound
-from memory_client.messages import tool_calls_of
+from memory_wire.messages import tool_calls_of
 from summaries import summarizer
 from summaries.models import Summary
 from tenants.models import Tenant

@@ -44,7 +44,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from conversations import tokens
 from core.storable import cleaned_text
-from memory_client.messages import tool_calls_of
+from memory_wire.messages import tool_calls_of
 from summaries.extractive import extractive_summary
 from tenants.models import MODEL_NAME
 

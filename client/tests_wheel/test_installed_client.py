@@ -34,7 +34,7 @@ def test_the_package_is_the_installed_wheel_complete_typed_and_without_django():
     for module in ("memory_client.messages", "memory_client.langchain", "memory_client.langgraph"):
         with pytest.raises(ModuleNotFoundError) as missing:  # present, needing only the extras' libraries
             importlib.import_module(module)
-        assert missing.value.name.split(".")[0] in ("langchain_core", "langgraph")
+        assert missing.value.name.split(".")[0] in ("langchain_core", "langgraph", "memory_wire")
     assert not [name for name in sys.modules if name.split(".")[0] in ("django", "rest_framework")]
 
 

@@ -108,7 +108,7 @@ class MetadataField(serializers.JSONField):
 class MessageInSerializer(serializers.Serializer):
     """One message. OpenAI-style ``tool_calls`` (assistant), ``tool_call_id`` (tool) and ``name`` may be
     sent beside ``content``: they are kept in ``metadata`` under the same names, where the context
-    builder reads them (``memory_client.messages`` describes the convention). ``content`` may be a
+    builder reads them (``memory_wire.messages`` describes the convention). ``content`` may be a
     list of content parts (``conversations.content_parts`` holds that contract)."""
 
     id = serializers.UUIDField(required=False, help_text="Your own id (UUID) makes the write idempotent.")
