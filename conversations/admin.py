@@ -12,6 +12,7 @@ Redis, in seq order, one per id, each pending one marked ``"status": "pending"``
 """
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -29,7 +30,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, Streami
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
@@ -39,7 +40,8 @@ from conversations.api.serializers import json_size
 from conversations.models import Conversation, DeadLetter, Message
 from core.exceptions import ServiceUnavailable
 from core.forms import StorableModelForm
-from tenants.admin import TenantAdmin, TenantScopedAdmin, staff_tenant
+from memory_wire.messages import tool_calls_of
+from tenants.admin import TenantAdmin, TenantScopedAdmin, badge, moment_column, shortened, staff_tenant
 from tenants.models import Tenant
 
 TRANSCRIPT_PAGE_SIZE = 100
@@ -54,10 +56,6 @@ def _log_many(request: HttpRequest, objects: list, message: str, flag: int = CHA
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def _badge(kind: str, text: str, title: str = "") -> str:
-    return format_html('<span class="memory-badge memory-badge--{}" title="{}">{}</span>', kind, title, text)
 
 
 def _duration(seconds: int) -> str:
@@ -108,10 +106,10 @@ class ConversationForm(StorableModelForm):
 class ConversationAdmin(TenantScopedAdmin):
     form = ConversationForm
     list_display = (
-        "conversation_id",
+        "conversation",
         "tenant",
-        "user_id",
-        "agent_id",
+        "user",
+        "agent",
         "message_count",
         "last_activity",
         "archived",
@@ -199,7 +197,19 @@ class ConversationAdmin(TenantScopedAdmin):
     def has_erase_permission(self, request: HttpRequest, obj: Conversation | None = None) -> bool:
         return super().has_delete_permission(request, obj)
 
-    # --- Columns
+    # --- Columns: long ids cut to their beginning, the whole id in the title
+
+    @admin.display(description="Conversation id", ordering="conversation_id")
+    def conversation(self, conversation: Conversation) -> str:
+        return shortened(conversation.conversation_id)
+
+    @admin.display(description="User id", ordering="user_id")
+    def user(self, conversation: Conversation) -> str:
+        return shortened(conversation.user_id)
+
+    @admin.display(description="Agent id", ordering="agent_id")
+    def agent(self, conversation: Conversation) -> str:
+        return shortened(conversation.agent_id)
 
     @admin.display(description="Last activity", ordering="updated_at")
     def last_activity(self, conversation: Conversation) -> str:
@@ -214,8 +224,8 @@ class ConversationAdmin(TenantScopedAdmin):
     def cache_state_badge(self, conversation: Conversation) -> str:
         state = getattr(conversation, "cache_state", None)
         if state is None:
-            return _badge("unknown", "Redis unreachable")
-        return _cache_state_html(state, conversation.message_count)
+            return badge("unknown", "Redis unreachable")
+        return _cache_state_html(state, conversation.message_count, brief=True)
 
     # --- Saving and the conversation page
 
@@ -246,11 +256,12 @@ class ConversationAdmin(TenantScopedAdmin):
         for message in transcript.messages:  # what the template shows beyond the stored fields
             message["created_at_value"] = datetime.fromisoformat(message["created_at"])
             message["metadata_json"] = json.dumps(message["metadata"], indent=2, ensure_ascii=False)
+            message["tool_calls"] = _tool_calls(message["metadata"])
         try:
             state = cache.states(conversations=[(conversation.tenant.slug, conversation.conversation_id)])
             cache_state = _cache_state_html(next(iter(state.values())), conversation.message_count)
         except cache.CacheUnavailable:
-            cache_state = _badge("unknown", "Redis unreachable")
+            cache_state = badge("unknown", "Redis unreachable")
         memory = services.memory_document(tenant=conversation.tenant, conversation=conversation)
         return {
             "transcript": transcript,
@@ -387,18 +398,30 @@ class ConversationAdmin(TenantScopedAdmin):
             )
 
 
-def _cache_state_html(state: cache.CacheState, message_count: int) -> str:
+def _cache_state_html(state: cache.CacheState, message_count: int, *, brief: bool = False) -> str:
+    """The cache state as badges; ``brief`` (a list column) leaves the time to expiry to the title."""
     if not state.cached:
-        badge = _badge("cold", "not cached")
+        shown = badge("cold", "not cached")
     else:
-        badge = _badge(
+        left = _duration(state.ttl or 0)
+        shown = badge(
             "warm",
-            f"cached · {state.length}/{message_count} · {_duration(state.ttl or 0)} left",
-            f"{state.length} of {message_count} messages in the cached list; the list expires in {_duration(state.ttl or 0)}",
+            f"cached · {state.length}/{message_count}" + ("" if brief else f" · {left} left"),
+            f"{state.length} of {message_count} messages in the cached list; the list expires in {left}",
         )
     if state.pending:
-        badge += " " + _badge("pending", f"{state.pending} pending", "acknowledged writes no worker has persisted yet")
-    return mark_safe(badge)  # noqa: S308 - built from format_html parts above
+        shown += " " + badge("pending", f"{state.pending} pending", "acknowledged writes no worker has persisted yet")
+    return mark_safe(shown)  # noqa: S308 - built from format_html parts above
+
+
+def _tool_calls(metadata: Any) -> list[dict[str, Any]]:
+    """The tool calls an assistant message made (OpenAI's or LangChain's shape), as the transcript shows them."""
+    if not isinstance(metadata, dict):
+        return []
+    return [
+        {"name": call["name"], "id": call["id"], "arguments": json.dumps(call["args"], indent=2, ensure_ascii=False)}
+        for call in tool_calls_of(metadata)
+    ]
 
 
 def _page_numbers(current: int, pages: int) -> list[int | None]:
@@ -429,7 +452,7 @@ def _export_stream(conversations: list[Conversation]) -> Iterator[str]:
 
 @admin.register(DeadLetter)
 class DeadLetterAdmin(TenantScopedAdmin):
-    list_display = ("id", "task_name", "tenant", "conversation", "attempts", "short_error", "created_at", "replayed_at")
+    list_display = ("id", "task", "tenant", "conversation", "attempts", "short_error", "created", "replayed")
     list_filter = (("replayed_at", admin.EmptyFieldListFilter), "task_name")
     list_select_related = ("tenant",)
     ordering = ("-created_at",)
@@ -437,13 +460,23 @@ class DeadLetterAdmin(TenantScopedAdmin):
     fields = readonly_fields
     actions = ("replay",)
 
+    @admin.display(description="Task", ordering="task_name")
+    def task(self, dead_letter: DeadLetter) -> str:
+        """The task's dotted name, wrapping after a dot or an underscore only."""
+        parts = ((part,) for part in re.findall(r"[^._]+[._]?|[._]", dead_letter.task_name))
+        return format_html('<span class="memory-dotted">{}</span>', format_html_join(mark_safe("<wbr>"), "{}", parts))
+
     @admin.display(description="Conversation")
     def conversation(self, dead_letter: DeadLetter) -> str:
-        return (dead_letter.payload or {}).get("conversation_id", "")
+        return shortened(str((dead_letter.payload or {}).get("conversation_id", "")))
+
+    created = moment_column("created_at", "Created")
+    replayed = moment_column("replayed_at", "Replayed")
 
     @admin.display(description="Error")
     def short_error(self, dead_letter: DeadLetter) -> str:
-        return dead_letter.error if len(dead_letter.error) <= 120 else dead_letter.error[:117] + "…"
+        error = dead_letter.error if len(dead_letter.error) <= 80 else dead_letter.error[:79] + "…"
+        return format_html('<span class="memory-prose" title="{}">{}</span>', dead_letter.error[:2000], error)
 
     @admin.display(description="Payload")
     def payload_json(self, dead_letter: DeadLetter) -> str:

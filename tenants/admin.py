@@ -17,6 +17,8 @@ A provider credential is write-only: its form takes a new secret and stores it e
 shows the secret or its encrypted value, only its hint (the last four characters).
 """
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
@@ -43,6 +45,47 @@ from tenants.models import (
     provider_name,
     tenant_choice_refusal,
 )
+
+# --- List columns: every change list fits the window ----------------------------------------------
+
+SHORT_ID_LENGTH = 20
+
+
+def shortened(value: str, length: int = SHORT_ID_LENGTH) -> str:
+    """A long id cut to its beginning for a list column (a search by that beginning finds it), the
+    whole of it in the title, shown on hover."""
+    if len(value) <= length:
+        return value
+    return format_html('<span title="{}">{}…</span>', value, value[: length - 1])
+
+
+def moment(value: datetime | None) -> str | None:
+    """A time for a list column: UTC to the minute, to the second in the title. None shows as the
+    admin's empty value."""
+    if value is None:
+        return None
+    utc = value.astimezone(UTC)
+    return format_html(
+        '<time class="memory-time" datetime="{}" title="{} UTC"><span>{}</span> <span>{}</span></time>',
+        utc.isoformat(),
+        utc.strftime("%Y-%m-%d %H:%M:%S"),
+        utc.strftime("%Y-%m-%d"),
+        utc.strftime("%H:%M"),
+    )
+
+
+def moment_column(field: str, description: str) -> Callable[[admin.ModelAdmin, Model], str | None]:
+    """A list column showing a row's time ``field`` as ``moment`` does, sorted by that field."""
+
+    @admin.display(description=description, ordering=field)
+    def column(model_admin: admin.ModelAdmin, row: Model) -> str | None:
+        return moment(getattr(row, field))
+
+    return column
+
+
+def badge(kind: str, text: str, title: str = "") -> str:
+    return format_html('<span class="memory-badge memory-badge--{}" title="{}">{}</span>', kind, title, text)
 
 
 def staff_tenant(user: AbstractBaseUser) -> Tenant | None:
@@ -216,7 +259,7 @@ def _origin(tenant: Tenant, name: str) -> str:
 
 @admin.register(TenantApiKey)
 class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
-    list_display = ("name", "prefix", "tenant", "created", "expiry_date", "_has_expired", "revoked", "last_used_at")
+    list_display = ("name", "prefix", "tenant", "status", "created_time", "expiry_time", "last_used_time")
     list_filter = ("revoked",)
     search_fields = ("name", "prefix")
     list_select_related = ("tenant",)
@@ -234,6 +277,18 @@ class TenantApiKeyAdmin(TenantScopedAdmin, APIKeyModelAdmin):
         if obj is not None:
             fields.append("tenant")
         return fields
+
+    @admin.display(description="Status", ordering="revoked")
+    def status(self, api_key: TenantApiKey) -> str:
+        if api_key.revoked:
+            return badge("cold", "revoked", "Requests with this key are refused")
+        if api_key.has_expired:
+            return badge("cold", "expired", "Requests with this key are refused since its expiry date")
+        return badge("warm", "active")
+
+    created_time = moment_column("created", "Created")
+    expiry_time = moment_column("expiry_date", "Expires")
+    last_used_time = moment_column("last_used_at", "Last used")
 
     def save_model(self, request: HttpRequest, obj: TenantApiKey, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)  # the operator's tenant, then the key shown once

@@ -1,20 +1,28 @@
 """The operators' admin in a real browser: headless Chromium driven by Selenium against the live server.
 
 An operator of tenant acme logs in through the login form, searches conversations by the words of a
-message, reads a transcript (every role, expandable metadata, pages of a long history), rebuilds a
-conversation's cache, cannot reach globex's conversations at all, and enters a model provider's API
-key that no page shows again. Screenshots of the list and of
-the transcript go to ``$SCREENSHOT_DIR`` (default ``var/screenshots`` under the repository root).
+message, reads a transcript (every role, expandable metadata, the tool calls an assistant made, pages
+of a long history), rebuilds a conversation's cache, cannot reach globex's conversations at all, and
+enters a model provider's API key that no page shows again. Every change list fits a 1440 × 900
+window without scrolling sideways. Screenshots of the lists and of the transcript go to
+``$SCREENSHOT_DIR`` (default ``var/screenshots`` under the repository root).
 """
 
+import json
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+from django.utils import timezone
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -23,9 +31,10 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from conversations import cache
-from conversations.models import Conversation
+from conversations import cache, services
+from conversations.models import Conversation, DeadLetter
 from tenants import services as tenant_services
+from tenants.models import TenantApiKey
 from tests.factories import conversation_with_messages
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -102,7 +111,7 @@ def search(driver: WebDriver, live_server: Any, words: str) -> None:
 
 
 def result_ids(driver: WebDriver) -> list[str]:
-    return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#result_list tbody th.field-conversation_id")]
+    return [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#result_list tbody th.field-conversation")]
 
 
 def screenshot(driver: WebDriver, name: str, *, full_page: bool = True) -> Path:
@@ -186,7 +195,7 @@ def test_an_operator_opens_the_conversation_and_reads_every_role_with_expandable
     log_in(browser, live_server)
     search(browser, live_server, SEARCH_WORDS)
 
-    browser.find_element(By.CSS_SELECTOR, "#result_list tbody th.field-conversation_id a").click()
+    browser.find_element(By.CSS_SELECTOR, "#result_list tbody th.field-conversation a").click()
 
     chat = wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".memory-chat")))
     assert f"/{conversations.needle.pk}/change/" in browser.current_url
@@ -305,3 +314,196 @@ def test_an_operator_enters_a_provider_key_that_the_admin_never_shows_again(
     assert [row.find_element(By.CSS_SELECTOR, ".field-hint").text for row in rows] == ["…7c1d"]
     assert secret not in browser.page_source
     screenshot(browser, "provider-credentials.png", full_page=False)
+
+
+# --- Tool calls in the transcript -------------------------------------------------------------------
+
+TOOL_ROWS = [
+    ("user", "Where is my order A-1001?", {}),
+    (  # OpenAI's shape: the arguments a JSON string
+        "assistant",
+        "",
+        {
+            "tool_calls": [
+                {
+                    "id": "call_order_7",
+                    "type": "function",
+                    "function": {"name": "order_lookup", "arguments": '{"order": "A-1001"}'},
+                }
+            ]
+        },
+    ),
+    ("tool", '{"order": "A-1001", "status": "lost in transit"}', {"tool_call_id": "call_order_7", "name": "order_lookup"}),
+    (  # LangChain's shape: the arguments an object
+        "assistant",
+        "",
+        {"tool_calls": [{"id": "call_ship_8", "name": "reship_order", "args": {"order": "A-1001", "express": True}}]},
+    ),
+    ("assistant", "A new parcel ships today by express.", {}),
+]
+
+
+def test_an_assistant_message_that_only_calls_tools_shows_each_calls_name_and_arguments_in_the_transcript(
+    browser: WebDriver, live_server: Any, operator: Any, tenant: Any
+) -> None:
+    conversation = conversation_with_messages(tenant, "support-tools", rows=TOOL_ROWS)
+    log_in(browser, live_server)
+
+    browser.get(f"{live_server.url}{CHANGELIST}{conversation.pk}/change/")
+
+    chat = wait(browser).until(ec.visibility_of_element_located((By.CSS_SELECTOR, ".memory-chat")))
+    calling = [chat.find_element(By.ID, "seq-2"), chat.find_element(By.ID, "seq-4")]
+    shown = [
+        [
+            (
+                call.find_element(By.CSS_SELECTOR, ".memory-tool-call__name").text,
+                json.loads(call.find_element(By.CSS_SELECTOR, ".memory-tool-call__arguments").text),
+            )
+            for call in message.find_elements(By.CSS_SELECTOR, ".memory-tool-call")
+        ]
+        for message in calling
+    ]
+    assert shown == [[("order_lookup", {"order": "A-1001"})], [("reship_order", {"order": "A-1001", "express": True})]]
+    for message in calling:
+        assert message.find_element(By.CSS_SELECTOR, ".memory-tool-call__arguments").is_displayed()
+        assert not message.find_elements(By.CSS_SELECTOR, ".memory-message__body")  # no empty bubble
+    assert "call_order_7" in calling[0].text
+    assert chat.find_element(By.ID, "seq-5").find_element(By.CSS_SELECTOR, ".memory-message__body").text == (
+        "A new parcel ships today by express."
+    )
+    assert not chat.find_element(By.ID, "seq-5").find_elements(By.CSS_SELECTOR, ".memory-tool-calls")
+    screenshot(browser, "conversation-transcript-tool-calls.png")
+
+
+# --- Every change list fits the window ----------------------------------------------------------------
+
+SUPERUSER = "root-operator"
+WINDOW = (1440, 900)
+LONG_ERROR = (
+    'OperationalError: connection to server at "10.0.3.17", port 5432 failed: FATAL: remaining connection '
+    "slots are reserved for non-replication superuser connections"
+)
+
+
+@pytest.fixture
+def window(driver: WebDriver) -> Iterator[None]:
+    """The browser at 1440 × 900, an operator's laptop."""
+    size = driver.get_window_size()
+    driver.set_window_size(*WINDOW)
+    yield
+    driver.set_window_size(size["width"], size["height"])
+
+
+@pytest.fixture
+def superuser(transactional_db: Any) -> Any:
+    return get_user_model().objects.create_superuser(SUPERUSER, "root@example.com", PASSWORD)
+
+
+@pytest.fixture
+def busy(transactional_db: Any, tenant: Any, other_tenant: Any) -> None:
+    """Rows with the long values production has: uuid ids, cached conversations, dead letters with
+    an error and a replay, API keys used, expiring and revoked, a provider credential."""
+    for owner in (tenant, other_tenant):
+        for _ in range(2):
+            conversation_id = str(uuid.uuid4())
+            conversation_with_messages(
+                owner, conversation_id, 4, user_id=f"customer-{uuid.uuid4()}", agent_id="support-agent-eu-west-1"
+            )
+            services.cache_rebuild(tenant=owner, conversation_id=conversation_id, allow_empty=True)
+            DeadLetter.unscoped.create(
+                tenant=owner,
+                task_name="conversations.tasks.messages_persist_many",
+                payload={"conversation_id": conversation_id},
+                error=LONG_ERROR,
+                attempts=5,
+                replayed_at=timezone.now(),
+            )
+        DeadLetter.unscoped.create(
+            tenant=owner,
+            task_name="extraction.tasks.conversation_extract",
+            payload={"conversation_id": str(uuid.uuid4())},
+            error=LONG_ERROR * 3,
+            attempts=12,
+        )
+        used, _ = tenant_services.api_key_create(
+            tenant=owner, name="production ingestion worker", expiry_date=timezone.now() + timedelta(days=90)
+        )
+        TenantApiKey.objects.filter(pk=used.pk).update(last_used_at=timezone.now())
+        revoked, _ = tenant_services.api_key_create(tenant=owner, name="staging")
+        tenant_services.api_key_revoke(api_key=revoked)
+        tenant_services.provider_credential_set(tenant=owner, provider="openai", secret="sk-test-0123456789abcdef")
+
+
+def overflow(driver: WebDriver) -> dict[str, int]:
+    """How far the page, and the results table's container, are wider than what they show (0: none)."""
+    return driver.execute_script(
+        """
+        const page = document.documentElement;
+        const results = document.querySelector("#changelist .results");
+        return {
+            page: Math.max(0, page.scrollWidth - page.clientWidth, page.scrollWidth - window.innerWidth),
+            results: results ? Math.max(0, results.scrollWidth - results.clientWidth) : 0,
+        };
+        """
+    )
+
+
+def right_edges(driver: WebDriver, selector: str) -> list[float]:
+    return driver.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((e) => e.getBoundingClientRect().right);", selector
+    )
+
+
+def test_every_change_list_fits_a_1440_pixel_window_without_scrolling_sideways(
+    browser: WebDriver, live_server: Any, window: None, superuser: Any, busy: None
+) -> None:
+    log_in(browser, live_server, SUPERUSER, PASSWORD)
+    wider = {}
+
+    for model in admin.site._registry:
+        browser.get(live_server.url + reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist"))
+        wait(browser).until(ec.presence_of_element_located((By.ID, "changelist")))
+        if any(overflow(browser).values()):
+            wider[model._meta.label] = overflow(browser)
+
+    assert wider == {}
+
+
+@pytest.mark.parametrize(
+    ("url", "columns", "name"),
+    [
+        (CHANGELIST, ".field-cache_state_badge .memory-badge", "conversation-list-1440.png"),
+        ("/admin/conversations/deadletter/", ".field-created time, .field-replayed time", "dead-letters-1440.png"),
+        ("/admin/tenants/tenantapikey/", ".field-status .memory-badge, .field-last_used_time time", "api-keys-1440.png"),
+    ],
+)
+def test_the_last_columns_of_the_lists_operators_read_most_are_on_screen_at_1440_pixels(
+    browser: WebDriver, live_server: Any, window: None, superuser: Any, busy: None, url: str, columns: str, name: str
+) -> None:
+    log_in(browser, live_server, SUPERUSER, PASSWORD)
+
+    browser.get(live_server.url + url)
+
+    wait(browser).until(ec.presence_of_element_located((By.ID, "result_list")))
+    edges = right_edges(browser, columns)
+    visible = browser.execute_script("return document.querySelector('#changelist .results').getBoundingClientRect().right")
+    assert edges
+    assert max(edges) <= visible
+    assert overflow(browser) == {"page": 0, "results": 0}
+    screenshot(browser, name, full_page=False)
+
+
+def test_a_long_conversation_id_in_the_list_shows_its_beginning_and_the_whole_id_on_hover(
+    browser: WebDriver, live_server: Any, window: None, operator: Any, tenant: Any
+) -> None:
+    long_id = f"support-{uuid.uuid4()}"
+    conversation_with_messages(tenant, long_id, 2)
+    log_in(browser, live_server)
+
+    browser.get(live_server.url + CHANGELIST)
+
+    cell = wait(browser).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#result_list tbody th.field-conversation")))
+    assert cell.text == long_id[:19] + "…"
+    assert cell.find_element(By.CSS_SELECTOR, "[title]").get_attribute("title") == long_id
+    search(browser, live_server, long_id[:19])
+    assert result_ids(browser) == [long_id[:19] + "…"]

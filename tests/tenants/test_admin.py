@@ -3,6 +3,8 @@
 import importlib
 import re
 
+import pytest
+from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.urls import clear_url_caches
@@ -142,6 +144,25 @@ def test_the_login_locks_after_repeated_failures_even_for_the_right_password(cli
     assert locked.status_code == 429
     assert b"Too many failed logins" in locked.content
     assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.parametrize(
+    ("hours", "said"),
+    [(0.25, "15 minutes"), (1 / 60, "1 minute"), (1.5, "90 minutes"), (1, "1 hour"), (24, "24 hours")],
+)
+def test_the_lockout_page_says_how_long_the_lock_lasts_in_words_under_the_sites_header(client, operator, settings, hours, said):
+    settings.AXES_FAILURE_LIMIT = 1
+    settings.AXES_COOLOFF_TIME = hours
+    client.post("/admin/login/", {"username": "ada", "password": "wrong"})
+
+    locked = client.post("/admin/login/", {"username": "ada", "password": "a-long-password-1"})
+
+    assert locked.status_code == 429
+    page = locked.content.decode()
+    assert re.search(r'<span id="lockout-time">\s*(.*?)\s*</span>', page).group(1) == said
+    assert f">{admin.site.site_header}</a>" in page
+    assert "Django administration" not in page
+    assert not re.search(r"\bP(T\d|\dD)", page)  # no ISO 8601 duration (PT15M, P1DT...)
 
 
 def test_a_correct_login_before_the_limit_resets_the_count(client, operator, settings):
