@@ -15,6 +15,24 @@ Contract:
 * A conversation id the service would refuse (see :func:`check_conversation_id`), and a user id,
   fact key or memory id that cannot be one segment of a URL path, raise ``ValueError`` before any
   request.
+* Every body is encoded as UTF-8 JSON when the call is made, before any request. A value no JSON
+  body can carry (NaN or Infinity; a string or key holding a lone UTF-16 surrogate such as
+  ``"\\ud800"``; an integer of more than ``MAX_INT_DIGITS`` digits; a value that is not JSON, such as
+  a ``datetime`` or a ``set``; one that contains itself), and a lone surrogate in a query parameter,
+  raise :class:`BadRequest` (``validation_error``) worded as the service's own 400 for the same
+  value: ``details["field"]`` is its path in the body (``messages[2].metadata.items[3]``,
+  ``operations[0].value.score``) and ``details["reason"]`` the reason. Nothing is sent, so nothing
+  is written, for a batch sent in several requests too.
+* Numbers keep their value, not always their Python type: what the service keeps in PostgreSQL
+  (``jsonb``, which stores every number as ``numeric``, as written) comes back as JSON writes it. A
+  float of magnitude ``1e16`` or more is written ``1e+16`` (every such float is a whole number) and
+  comes back as the ``int`` of its value (``10000000000000000``; ``float()`` of it is the float
+  sent), and ``-0.0`` comes back as ``0.0``; other floats, whole ones such as ``3.0`` included, come
+  back as floats. This holds for every read the service answers from PostgreSQL: store items,
+  checkpoints and their writes, conversation metadata, and messages once read from the database
+  rather than the cache (``include_archived``, or after the cache lost them; a read from the cache
+  gives back the float). Send a number whose type matters as a string, or read it back with
+  ``float()``; ``memory_client.langgraph`` stores such values typed, so a graph's state keeps them.
 * Reads of something that may not exist yet answer an empty value instead of raising: the window
   and message list of an unknown conversation are ``[]``, its summaries ``[]``, a missing
   conversation, memory document, message, fact, extracted memory or checkpoint is ``None``, a fact's
@@ -36,7 +54,13 @@ Contract:
   lost) answers the conversation when it holds what was sent. A 503 that no retry changes
   (``PERMANENT_UNAVAILABLE``: the tenant's chat model is not configured or usable) is raised at
   once. A 429 is raised, not retried: its ``retry_after`` says when to try again.
-* Appends are sent in batches of at most ``MAX_BATCH`` messages, in order.
+* Appends, checkpoint writes and store operations are sent in parts of at most ``MAX_BATCH``, in
+  order, each part one request that the service stores all or nothing. A batch of at most
+  ``MAX_BATCH`` is therefore stored whole or not at all; in a longer one, an error stops it at the
+  failing part: the parts before it stay stored, and neither it nor any after it is (after
+  ``Unreachable`` or ``ServiceUnavailable`` the failing part itself may be stored). The error names an
+  item by its index in the caller's batch (``operations[120]``, not ``operations[20]`` of the second
+  part), and its ``details["applied"]`` counts the items stored before the failing part.
 * The async methods use an ``httpx.AsyncClient`` created on first use, one per event loop, so a
   client may serve several ``asyncio.run`` calls.
 """
@@ -46,12 +70,13 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import random
 import re
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from types import TracebackType
 from typing import Any, Final, Literal, TypedDict
@@ -436,7 +461,10 @@ UNCHANGED: Final = _Unchanged()
 @dataclass(frozen=True)
 class _Call:
     """One request: what to send, whether the service's "not found" means an empty answer, and
-    whether a ``conflict`` answering a resend may be the first attempt's own write."""
+    whether a ``conflict`` answering a resend may be the first attempt's own write.
+
+    The body is encoded when the call is made, before anything is sent (``content``); a body or query
+    parameter that cannot be sent raises :class:`BadRequest` there (see :func:`_encoded`)."""
 
     method: str
     path: str
@@ -445,10 +473,146 @@ class _Call:
     missing_ok: bool = False
     timeout: float | None = None  # the client's own when None
     conflict_may_be_ours: bool = False
+    content: bytes | None = field(init=False, default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_params(self.params)
+        if self.body is not None:
+            object.__setattr__(self, "content", _encoded(self.body))
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        return JSON_CONTENT if self.content is not None else None
 
 
 _MISSING: Final = object()
 _OURS_PERHAPS: Final = object()
+
+
+# --- what a request may carry ---------------------------------------------------------------------
+# A body is sent as UTF-8 JSON, which has no NaN or Infinity and cannot encode half of a UTF-16
+# surrogate pair. What the encoder refuses is named as the service names a value it refuses
+# (core.storable): the path of the value from the top of the body, the reason, what to send instead.
+
+JSON_CONTENT: Final = {"Content-Type": "application/json"}
+# The service's limits for a JSON value: Python's own for turning an integer into text, and the
+# levels of objects and arrays.
+MAX_INT_DIGITS: Final = 4300
+MAX_JSON_DEPTH: Final = 100
+_INT_BOUND: Final = 10**MAX_INT_DIGITS
+
+_SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
+_PLAIN_KEY: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_KEY_SHOWN_CHARS: Final = 40
+_PATH_SHOWN_SEGMENTS: Final = 12
+
+_HAS_SURROGATE: Final = (
+    "contains an unpaired UTF-16 surrogate",
+    "send valid Unicode text (half of a surrogate pair alone is not a character; pair it or remove it)",
+)
+_NOT_FINITE: Final = ("is not a finite number", 'send a finite number, null, or the value as a string such as "Infinity"')
+_TOO_MANY_DIGITS: Final = (f"is an integer of more than {MAX_INT_DIGITS} digits", "send it as a string")
+_TOO_DEEP: Final = (
+    f"nests more than {MAX_JSON_DEPTH} levels",
+    f"flatten it to at most {MAX_JSON_DEPTH} levels of objects and arrays",
+)
+_CONTAINS_ITSELF: Final = ("contains itself", "send a value without a reference to itself")
+_NOT_JSON_ADVICE: Final = "send an object, array, string, number, true, false or null (a date as an ISO 8601 string)"
+
+
+def _encoded(body: Any) -> bytes:
+    """``body`` as the UTF-8 JSON the service reads. A value JSON cannot carry raises
+    :class:`BadRequest` (``validation_error``, ``details`` its ``field`` and ``reason``): NaN or
+    Infinity, a string or key holding a lone surrogate, an integer too long to write, a value that is
+    not JSON (a ``datetime``, a ``set``...), one that contains itself."""
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    except (ValueError, TypeError, RecursionError) as error:  # UnicodeEncodeError is a ValueError
+        found = _first_unsendable(body)
+        if found is None:  # the encoder's own limit, narrower than the service's
+            raise _refusal("body", "cannot be encoded as JSON", str(error)) from None
+        raise _refusal(*found) from None
+
+
+def _check_params(params: Mapping[str, Any] | None) -> None:
+    """Query parameters are sent as UTF-8 too: a lone surrogate in one raises :class:`BadRequest`."""
+    for name, value in (params or {}).items():
+        for text in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(text, str) and _SURROGATE.search(text):
+                raise _refusal(name, *_HAS_SURROGATE)
+
+
+def _refusal(where: str, reason: str, advice: str) -> BadRequest:
+    """The refusal of a value, worded as the service words its own 400 for it; nothing was sent."""
+    return BadRequest(400, "validation_error", f"{where} {reason}; {advice}.", {"field": where, "reason": reason})
+
+
+def _first_unsendable(body: Any) -> tuple[str, str, str] | None:
+    """The path, reason and advice of the first value of ``body`` (in document order) that JSON
+    cannot carry, or one nested deeper than ``MAX_JSON_DEPTH``; ``None`` when there is none.
+
+    A loop, not recursion: it must answer for a value nested beyond the stack."""
+    # (value, its path as (parent path, key) or (), its level, the ids of the arrays and objects holding it)
+    pending: list[tuple[Any, tuple[Any, ...], int, frozenset[int]]] = [(body, (), 0, frozenset())]
+    while pending:
+        item, path, depth, holders = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return (_path_text(path), *_HAS_SURROGATE)
+        elif isinstance(item, dict | list | tuple):
+            if id(item) in holders:
+                return (_path_text(path), *_CONTAINS_ITSELF)
+            if depth > MAX_JSON_DEPTH:
+                return (_path_text(path), *_TOO_DEEP)
+            if isinstance(item, dict):
+                problem = _key_problem(item)
+                if problem is not None:
+                    return (_path_text(path), *problem)
+                children = [(key if isinstance(key, str) else json.dumps(key), child) for key, child in item.items()]
+            else:
+                children = list(enumerate(item))
+            inside = holders | {id(item)}
+            pending.extend((child, (path, key), depth + 1, inside) for key, child in reversed(children))
+        elif item is None or isinstance(item, bool):
+            continue
+        elif isinstance(item, int):
+            if not -_INT_BOUND < item < _INT_BOUND:
+                return (_path_text(path), *_TOO_MANY_DIGITS)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return (_path_text(path), *_NOT_FINITE)
+        else:
+            return (_path_text(path), f"is not a JSON value ({type(item).__name__})", _NOT_JSON_ADVICE)
+    return None
+
+
+def _key_problem(item: dict[Any, Any]) -> tuple[str, str] | None:
+    """What makes the keys of an object unsendable: a key JSON cannot write, or one with a lone surrogate."""
+    for key in item:
+        if isinstance(key, str):
+            if _SURROGATE.search(key):
+                return f"has a key that {_HAS_SURROGATE[0]}", _HAS_SURROGATE[1]
+        elif key is not None and not isinstance(key, int | float):  # JSON writes these as their text
+            return f"has a non-string key ({type(key).__name__})", "use strings as the keys of an object"
+    return None
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    """The keys and indexes of ``path`` from the top of the body: ``value.items[3]``, ``state["a b"]``."""
+    segments: list[str] = []
+    while path:
+        path, key = path
+        if isinstance(key, int):  # an index; an object's keys are all text here
+            segments.append(f"[{key}]")
+        elif _PLAIN_KEY.match(key):
+            segments.append(f".{key}")
+        else:
+            shown = key if len(key) <= _KEY_SHOWN_CHARS else key[:_KEY_SHOWN_CHARS] + "…"
+            segments.append(f"[{json.dumps(shown, ensure_ascii=False)}]")
+    segments.reverse()
+    if len(segments) > _PATH_SHOWN_SEGMENTS:  # a value nested 101 levels deep: its path, abridged
+        segments = [*segments[:6], f"…({len(segments) - 11} more)…", *segments[-5:]]
+    return "".join(segments).removeprefix(".") or "body"
 
 
 def check_conversation_id(conversation_id: str) -> str:
@@ -466,6 +630,8 @@ def _segment(value: str, *, what: str) -> str:
         raise ValueError(f"A {what} is required (not blank).")
     if "/" in value or value in (".", ".."):
         raise ValueError(f'Invalid {what} {value[:60]!r}: it must not contain "/" nor be "." or "..".')
+    if _SURROGATE.search(value):
+        raise ValueError(f"Invalid {what} {value[:60]!r}: it {_HAS_SURROGATE[0]}, which no URL can carry.")
     return quote(value, safe="")
 
 
@@ -522,10 +688,48 @@ def _params(**values: Any) -> dict[str, Any]:
     return params
 
 
-def _chunks(items: Sequence[Mapping[str, Any]]) -> Iterator[list[Mapping[str, Any]]]:
-    """The items in batches of at most ``MAX_BATCH``, in order."""
+def _batch_calls(name: str, items: Sequence[Any], call_of: Callable[[list[Any]], _Call]) -> list[tuple[int, _Call]]:
+    """The requests of a batch of ``items`` (the body's list ``name``), one per part of at most
+    ``MAX_BATCH``, each with the index of its first item. Every part is made, hence encoded, before
+    any is sent: a value no request can carry is refused naming its index in ``items``, and nothing
+    is written."""
+    calls: list[tuple[int, _Call]] = []
     for start in range(0, len(items), MAX_BATCH):
-        yield list(items[start : start + MAX_BATCH])
+        try:
+            calls.append((start, call_of(list(items[start : start + MAX_BATCH]))))
+        except MemoryServiceError as error:
+            raise _in_batch(error, name, start, applied=0) from None
+    return calls
+
+
+def _in_batch(error: MemoryServiceError, name: str, start: int, *, applied: int) -> MemoryServiceError:
+    """``error``, met by the part of a batch that begins at item ``start``, as the caller's batch
+    reads it: the item's index renumbered to its index in the whole batch wherever the error names
+    it (``name[i]`` or ``name.i`` in the message and ``details["field"]``, the per-item errors
+    ``details[name]``), and ``details["applied"]`` the number of items before the part, which
+    earlier requests stored (the message says so when there are some)."""
+    index = re.compile(rf"(?<![\w.\]]){re.escape(name)}(?:\[(\d+)\]|\.(\d+)\b)")
+
+    def renumbered(text: str) -> str:
+        def shifted(found: re.Match[str]) -> str:
+            if found.group(1) is not None:
+                return f"{name}[{int(found.group(1)) + start}]"
+            return f"{name}.{int(found.group(2)) + start}"
+
+        return index.sub(shifted, text)
+
+    message = renumbered(error.message)
+    if applied:
+        message += f" (the batch was sent in parts of {MAX_BATCH}: {name}[0] to {name}[{applied - 1}] were applied)"
+    details = error.details
+    if isinstance(details, Mapping):
+        details = {**details, "applied": applied}
+        if isinstance(details.get("field"), str):
+            details["field"] = renumbered(details["field"])
+        per_item = details.get(name)
+        if isinstance(per_item, Mapping) and all(isinstance(key, str) and key.isdigit() for key in per_item):
+            details[name] = {str(int(key) + start): value for key, value in per_item.items()}
+    return type(error)(error.status, error.code, message, details, error.retry_after)
 
 
 def _identified(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -632,19 +836,20 @@ class MemoryClient:
         self, conversation_id: str, messages: Sequence[Mapping[str, Any]], *, user_id: str = "", agent_id: str = ""
     ) -> list[dict[str, Any]]:
         """Append messages (``role``, ``content``, optional ``metadata``, ``id``, ``created_at``) in
-        order; the conversation is created on first write. Returns the stored messages, with ``seq``."""
-        stored: list[dict[str, Any]] = []
-        for batch in _chunks(_identified(messages)):
-            stored += self._send(self._append_call(conversation_id, batch, user_id, agent_id))["messages"]
-        return stored
+        order; the conversation is created on first write. Returns the stored messages, with ``seq``.
+
+        Sent in parts of ``MAX_BATCH`` messages, each stored all or nothing; when a part fails, the
+        parts before it stay stored (``details["applied"]`` counts their messages) and the error
+        names a message by its index in ``messages``. Every message gets its id before the first
+        part is sent, so calling again with the same messages stores each once."""
+        calls = self._append_calls(conversation_id, messages, user_id, agent_id)
+        return [message for answer in self._send_batch("messages", calls) for message in answer["messages"]]
 
     async def aappend(
         self, conversation_id: str, messages: Sequence[Mapping[str, Any]], *, user_id: str = "", agent_id: str = ""
     ) -> list[dict[str, Any]]:
-        stored: list[dict[str, Any]] = []
-        for batch in _chunks(_identified(messages)):
-            stored += (await self._asend(self._append_call(conversation_id, batch, user_id, agent_id)))["messages"]
-        return stored
+        calls = self._append_calls(conversation_id, messages, user_id, agent_id)
+        return [message for answer in await self._asend_batch("messages", calls) for message in answer["messages"]]
 
     def window(self, conversation_id: str, *, limit: int | None = None, format: str = "langchain") -> list[dict[str, Any]]:
         """The newest ``limit`` messages (the service's default when ``None``), oldest first, in
@@ -753,8 +958,9 @@ class MemoryClient:
         figures behind them (``estimated_tokens``, ``tokens_remaining``, ``compressed``, ``entities``...),
         the latest checkpoint of ``checkpoint_namespace`` when given, and with ``use_memory`` the
         summaries, the user's facts and the relevant older messages (``memory``, ``rendered_prompt``).
-        Each ``None`` is the tenant's setting; ``format`` is ``"openai"`` unless given. An unknown
-        conversation answers the query alone."""
+        Each ``None`` is the tenant's setting; ``format`` is ``"openai"`` unless given. A
+        conversation that does not exist is :class:`NotFound` (the service answers ``not_found``);
+        one that exists without messages answers the system prompt and the query alone."""
         call = self._context_call(
             conversation_id,
             query=query,
@@ -822,7 +1028,7 @@ class MemoryClient:
         {"error": ...})``. Not retried once the stream has begun; leaving the loop early closes the
         connection, which stops the model, and no answer is stored."""
         call = self._chat_call(conversation_id, content, {**options, "stream": True})
-        with self._client.stream("POST", call.path, json=call.body, timeout=call.timeout) as response:
+        with self._client.stream("POST", call.path, content=call.content, headers=call.headers, timeout=call.timeout) as response:
             if not response.is_success:
                 response.read()
                 raise MemoryServiceError.from_response(response)
@@ -1311,11 +1517,12 @@ class MemoryClient:
         namespace: str = "",
         task_path: str = "",
     ) -> None:
-        """Store a task's pending writes (``idx``, ``channel``, ``value``) on a checkpoint, in batches
-        the service accepts: for an ``idx`` >= 0 the first write wins, a negative ``idx`` (errors,
-        interrupts) is replaced."""
-        for batch in _chunks(writes):
-            self._send(self._put_writes_call(conversation_id, checkpoint_id, task_id, batch, namespace, task_path))
+        """Store a task's pending writes (``idx``, ``channel``, ``value``) on a checkpoint: for an
+        ``idx`` >= 0 the first write wins, a negative ``idx`` (errors, interrupts) is replaced. Sent
+        in parts of ``MAX_BATCH`` writes, each stored all or nothing; when a part fails, the parts
+        before it stay stored (``details["applied"]`` counts their writes) and the error names a
+        write by its index in ``writes``."""
+        self._send_batch("writes", self._put_writes_calls(conversation_id, checkpoint_id, task_id, writes, namespace, task_path))
 
     async def aput_writes(
         self,
@@ -1327,8 +1534,8 @@ class MemoryClient:
         namespace: str = "",
         task_path: str = "",
     ) -> None:
-        for batch in _chunks(writes):
-            await self._asend(self._put_writes_call(conversation_id, checkpoint_id, task_id, batch, namespace, task_path))
+        calls = self._put_writes_calls(conversation_id, checkpoint_id, task_id, writes, namespace, task_path)
+        await self._asend_batch("writes", calls)
 
     def delete_checkpoints(self, conversation_id: str, *, namespace: str | None = None) -> None:
         """Delete the checkpoints (and their writes) of a namespace, or of all when ``None``."""
@@ -1535,9 +1742,15 @@ class MemoryClient:
         return {"count": 0, "next": None, "previous": None, "results": []} if answer is _MISSING else answer
 
     @staticmethod
-    def _append_call(conversation_id: str, batch: list[Mapping[str, Any]], user_id: str, agent_id: str) -> _Call:
-        body = {"messages": batch, "user_id": user_id, "agent_id": agent_id}
-        return _Call("POST", _conversation_path(conversation_id, "messages"), body=body)
+    def _append_calls(
+        conversation_id: str, messages: Sequence[Mapping[str, Any]], user_id: str, agent_id: str
+    ) -> list[tuple[int, _Call]]:
+        path = _conversation_path(conversation_id, "messages")
+        return _batch_calls(
+            "messages",
+            _identified(messages),
+            lambda batch: _Call("POST", path, body={"messages": batch, "user_id": user_id, "agent_id": agent_id}),
+        )
 
     @staticmethod
     def _window_call(conversation_id: str, limit: int | None, format: str) -> _Call:
@@ -1584,16 +1797,22 @@ class MemoryClient:
         return _Call("GET", path, params={"namespace": namespace}, missing_ok=True)
 
     @staticmethod
-    def _put_writes_call(
+    def _put_writes_calls(
         conversation_id: str,
         checkpoint_id: str,
         task_id: str,
         writes: Sequence[Mapping[str, Any]],
         namespace: str,
         task_path: str,
-    ) -> _Call:
-        body = {"namespace": namespace, "task_id": task_id, "task_path": task_path, "writes": list(writes)}
-        return _Call("POST", _conversation_path(conversation_id, "checkpoints", checkpoint_id, "writes"), body=body)
+    ) -> list[tuple[int, _Call]]:
+        path = _conversation_path(conversation_id, "checkpoints", checkpoint_id, "writes")
+        return _batch_calls(
+            "writes",
+            writes,
+            lambda batch: _Call(
+                "POST", path, body={"namespace": namespace, "task_id": task_id, "task_path": task_path, "writes": batch}
+            ),
+        )
 
     @staticmethod
     def _delete_checkpoints_call(conversation_id: str, namespace: str | None) -> _Call:
@@ -1622,13 +1841,22 @@ class MemoryClient:
             return _OURS_PERHAPS
         return cls._answer(call, response)
 
+    def _request(self, client: httpx.Client | httpx.AsyncClient, call: _Call) -> httpx.Request:
+        """The request of ``call``, its body as encoded when the call was made."""
+        return client.build_request(
+            call.method,
+            call.path,
+            params=call.params,
+            content=call.content,
+            headers=call.headers,
+            timeout=call.timeout or self.timeout,
+        )
+
     def _send(self, call: _Call) -> Any:
         attempt = 0
         while True:
             try:
-                response = self._client.request(
-                    call.method, call.path, params=call.params, json=call.body, timeout=call.timeout or self.timeout
-                )
+                response = self._client.send(self._request(self._client, call))
             except TRANSIENT_ERRORS as error:
                 delay = self._retry_delay(attempt, error=error)
             else:
@@ -1638,14 +1866,32 @@ class MemoryClient:
             time.sleep(delay)
             attempt += 1
 
+    def _send_batch(self, name: str, calls: list[tuple[int, _Call]]) -> list[Any]:
+        """The answers to the parts of a batch, sent in order; an error names the item by its index
+        in the whole batch and counts the items the earlier parts stored (see :func:`_in_batch`)."""
+        answers = []
+        for start, call in calls:
+            try:
+                answers.append(self._send(call))
+            except MemoryServiceError as error:
+                raise _in_batch(error, name, start, applied=start) from error
+        return answers
+
+    async def _asend_batch(self, name: str, calls: list[tuple[int, _Call]]) -> list[Any]:
+        answers = []
+        for start, call in calls:
+            try:
+                answers.append(await self._asend(call))
+            except MemoryServiceError as error:
+                raise _in_batch(error, name, start, applied=start) from error
+        return answers
+
     async def _asend(self, call: _Call) -> Any:
         client = self._async()
         attempt = 0
         while True:
             try:
-                response = await client.request(
-                    call.method, call.path, params=call.params, json=call.body, timeout=call.timeout or self.timeout
-                )
+                response = await client.send(self._request(client, call))
             except TRANSIENT_ERRORS as error:
                 delay = self._retry_delay(attempt, error=error)
             else:
@@ -1696,21 +1942,29 @@ class MemoryClient:
 
     def store_batch(self, operations: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Run LangGraph store operations (``{"op": "get" | "search" | "put" | "delete" |
-        "list_namespaces", ...}``) in order; one result per operation. They are sent ``MAX_BATCH`` at
-        a time, each request one transaction of the service. Safe to repeat: a put is an upsert and
-        deleting a missing item is a no-op. ``memory_client.store.ServiceStore`` is the LangGraph
-        ``BaseStore`` over this."""
-        results: list[Any] = []
-        for batch in _chunks(operations):
-            results.extend(self._send(self._store_batch_call(batch))["results"])
-        return results
+        "list_namespaces", ...}``) in order; one result per operation, a later operation seeing an
+        earlier one's write. Safe to repeat: a put is an upsert and deleting a missing item is a no-op.
+        ``memory_client.store.ServiceStore`` is the LangGraph ``BaseStore`` over this.
+
+        Up to ``MAX_BATCH`` (100) operations are one request, which the service runs in one
+        transaction: every operation is applied, or after any error none is. (The service takes at most
+        its ``MEMORY_MAX_BATCH`` operations per request, 100 unless its operator lowered it, and refuses
+        a longer request whole with ``limit_exceeded``.) A longer batch is sent in parts of
+        ``MAX_BATCH``, in order, each part its own transaction: when a part fails, the parts before it
+        stay applied, and neither it nor any after it is (those after it are not sent; after
+        ``Unreachable`` or ``ServiceUnavailable`` the failing part itself may have been applied).
+        Every part is encoded before the first is sent, so a value no request can carry (NaN, a lone
+        surrogate...) is refused with nothing applied. The error names the operation by its index in
+        ``operations`` (``operations[120]``), and ``details["applied"]`` counts the operations applied
+        before its part (100 for ``operations[120]``)."""
+        answers = self._send_batch("operations", self._store_batch_calls(operations))
+        return [result for answer in answers for result in answer["results"]]
 
     async def astore_batch(self, operations: Sequence[Mapping[str, Any]]) -> list[Any]:
-        results: list[Any] = []
-        for batch in _chunks(operations):
-            results.extend((await self._asend(self._store_batch_call(batch)))["results"])
-        return results
+        answers = await self._asend_batch("operations", self._store_batch_calls(operations))
+        return [result for answer in answers for result in answer["results"]]
 
     @staticmethod
-    def _store_batch_call(operations: list[Mapping[str, Any]]) -> _Call:
-        return _Call("POST", f"{API_PREFIX}/store/batch/", body={"operations": operations})
+    def _store_batch_calls(operations: Sequence[Mapping[str, Any]]) -> list[tuple[int, _Call]]:
+        path = f"{API_PREFIX}/store/batch/"
+        return _batch_calls("operations", operations, lambda batch: _Call("POST", path, body={"operations": batch}))

@@ -4,8 +4,12 @@ Give it to a graph or an agent (``create_agent(..., store=ServiceStore(...))``,
 ``graph.compile(store=...)``); tools and nodes reach it as ``runtime.store`` or
 ``langgraph.config.get_store()``. Every ``BaseStore`` method (``get``, ``put``, ``delete``,
 ``search``, ``list_namespaces`` and their ``a`` forms) goes through ``batch``/``abatch``, which send
-the operations to the service's ``store/batch/`` endpoint, at most ``MAX_BATCH`` per request, each
-request run in order in one transaction (a later operation sees an earlier one's write).
+the operations to the service's ``store/batch/`` endpoint, run in order (a later operation sees an
+earlier one's write). A batch of at most ``MAX_BATCH`` (100) operations is one request and one
+transaction of the service: all of it is applied, or none. A longer batch is sent in parts of
+``MAX_BATCH``, each its own transaction: when a part fails, the parts before it stay applied and no
+later operation is (see ``MemoryClient.store_batch``); the error names the operation by its index in
+the batch given (``operations[120]``) and ``details["applied"]`` counts the operations applied.
 
 What the service does, and how it differs from ``InMemoryStore``:
 
@@ -36,8 +40,11 @@ What the service does, and how it differs from ``InMemoryStore``:
 * A namespace label is a non-empty string without "." or NUL: ``InvalidNamespaceError`` is raised
   here before anything is sent, for ops given to ``batch`` directly too (``InMemoryStore`` checks
   only in ``put``, ``get``, ``search``, ``delete`` and ``list_namespaces``). A value is a JSON object
-  within the service's ``MEMORY_MAX_STORE_VALUE_BYTES``. A refusal raises ``MemoryServiceError``
-  (400) naming the operation and field.
+  within the service's ``MEMORY_MAX_STORE_VALUE_BYTES``. A refusal raises ``BadRequest`` (a
+  ``MemoryServiceError``, 400) whose ``details["field"]`` names the operation and the field
+  (``operations[0].value.items[3]``): the service's, or the client's own before anything is sent for
+  a value JSON cannot carry (NaN or Infinity, a lone surrogate such as ``"\\ud800"``, a value that is
+  not JSON), worded as the service words it.
 
 Where the answers differ from ``InMemoryStore`` (LangGraph's own store tests, run on both stores,
 answer alike otherwise):
@@ -52,6 +59,11 @@ answer alike otherwise):
 * Filters compare JSON: ``True`` never equals ``1``, and an ordering operator on a missing,
   boolean or text field is false (``InMemoryStore`` compares ``float()`` of it, or raises).
 * A batch ``PutOp`` with the empty namespace is refused (400); ``InMemoryStore`` stores it.
+* A number comes back as PostgreSQL's ``jsonb`` keeps it (``numeric``, as JSON wrote it): a float of
+  magnitude ``1e16`` or more (a whole number, written ``1e+16``) comes back as the ``int`` of its
+  value, ``float()`` of which is the float put, and ``-0.0`` as ``0.0``; other floats, ``3.0``
+  included, stay floats. ``InMemoryStore`` keeps the very object. Put a number whose type matters
+  as a string, or read it with ``float()``. Filters compare values, so ``{"size": 1e16}`` matches.
 """
 
 from __future__ import annotations

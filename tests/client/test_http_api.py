@@ -404,6 +404,24 @@ def test_the_async_methods_answer_as_the_sync_ones(memory: MemoryClient) -> None
     assert missing is None
 
 
+def test_the_context_of_a_conversation_that_never_existed_is_not_found(memory: MemoryClient) -> None:
+    with pytest.raises(NotFound) as raised:
+        memory.context("never-existed", query="Any bars near Sol?")
+    with pytest.raises(NotFound) as raised_async:
+        asyncio.run(memory.acontext("never-existed", query="Any bars near Sol?", use_memory=True))
+
+    assert (raised.value.code, raised_async.value.code) == ("not_found", "not_found")
+    assert memory.get_conversation("never-existed") is None
+
+
+def test_the_context_of_a_conversation_without_messages_is_the_query_alone(memory: MemoryClient) -> None:
+    memory.create_conversation("just-created")
+
+    context = memory.context("just-created", query="Any bars near Sol?")
+
+    assert context["messages"] == [{"role": "user", "content": "Any bars near Sol?"}]
+
+
 # --- errors -----------------------------------------------------------------------------------------
 
 
@@ -503,7 +521,7 @@ def test_the_longest_allowed_conversation_id_passes_the_check() -> None:
     assert memory_client.check_conversation_id("A" + "b.c_d@e=f+g-" * 15) == "A" + "b.c_d@e=f+g-" * 15
 
 
-@pytest.mark.parametrize("user_id", ["a/b", "", " ", ".", ".."])
+@pytest.mark.parametrize("user_id", ["a/b", "", " ", ".", "..", "half \ud800 pair"])
 def test_a_user_id_no_url_segment_can_carry_is_a_value_error(user_id: str) -> None:
     client, sent = refusing_client()
     for call in (
@@ -519,7 +537,7 @@ def test_a_user_id_no_url_segment_can_carry_is_a_value_error(user_id: str) -> No
     assert sent == []
 
 
-@pytest.mark.parametrize("memory_id", ["a/b", "..", ""])
+@pytest.mark.parametrize("memory_id", ["a/b", "..", "", "\udc00"])
 def test_a_memory_id_no_url_segment_can_carry_is_a_value_error(memory_id: str) -> None:
     client, sent = refusing_client()
     for call in (
@@ -532,7 +550,7 @@ def test_a_memory_id_no_url_segment_can_carry_is_a_value_error(memory_id: str) -
     assert sent == []
 
 
-@pytest.mark.parametrize("key", ["a/b", "history", " history ", "..", ""])
+@pytest.mark.parametrize("key", ["a/b", "history", " history ", "..", "", "city \ud800"])
 def test_a_fact_key_no_url_segment_can_carry_is_a_value_error(key: str) -> None:
     client, sent = refusing_client()
     with pytest.raises(ValueError, match="fact key"):

@@ -11,6 +11,7 @@ item's ``expires_at`` in PostgreSQL, never by sleeping.
 """
 
 import asyncio
+import math
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -340,6 +341,67 @@ def test_a_batch_larger_than_one_request_is_sent_in_order(service_store: Service
     assert results[:150] == [None] * 150
     assert [item.value["n"] for item in results[150:]] == [0, 30, 60, 90, 120]
     assert len(service_store.search(("many",), limit=500)) == 150
+
+
+def test_a_failing_part_of_a_split_batch_is_named_by_its_index_in_the_batch_after_the_parts_applied(
+    service_store: ServiceStore, tenant: Any
+) -> None:
+    puts = [PutOp(("split",), f"{index:03}", {"n": index}) for index in range(150)]
+    puts[120] = PutOp(("split",), "120", ["not", "an", "object"])  # type: ignore[arg-type]
+
+    with pytest.raises(MemoryServiceError) as raised:
+        service_store.batch(puts)
+
+    assert (raised.value.status, raised.value.code) == (400, "validation_error")
+    assert raised.value.details["field"] == "operations[120].value"
+    assert raised.value.details["applied"] == 100
+    assert raised.value.message.startswith("operations[120].value")
+    stored = StoreItem.objects.for_tenant(tenant).filter(namespace=["split"]).values_list("key", flat=True)
+    assert sorted(stored) == [f"{index:03}" for index in range(100)]
+
+
+def test_a_batch_within_one_request_is_applied_whole_or_not_at_all(service_store: ServiceStore, tenant: Any) -> None:
+    puts = [PutOp(("whole",), f"{index:03}", {"n": index}) for index in range(100)]
+    puts[99] = PutOp(("whole",), "099", ["not", "an", "object"])  # type: ignore[arg-type]
+
+    with pytest.raises(MemoryServiceError) as raised:
+        asyncio.run(service_store.abatch(puts))
+
+    assert raised.value.details["field"] == "operations[99].value"
+    assert raised.value.details["applied"] == 0
+    assert not StoreItem.objects.for_tenant(tenant).filter(namespace=["whole"]).exists()
+
+
+def test_a_float_of_1e16_or_more_comes_back_as_the_int_of_its_value_and_other_floats_as_floats(
+    service_store: ServiceStore,
+) -> None:
+    sent = {"big": 1e16, "bigger": -2.5e17, "whole": 3.0, "below": 1e15 + 0.5, "small": 1e-7, "negative_zero": -0.0, "count": 7}
+
+    service_store.put(("numbers",), "n", sent)
+    value = service_store.get(("numbers",), "n").value
+    found = service_store.search(("numbers",), filter={"big": 1e16, "bigger": {"$lt": -1e17}})
+
+    assert value == {
+        "big": 10**16,
+        "bigger": -25 * 10**16,
+        "whole": 3.0,
+        "below": 1e15 + 0.5,
+        "small": 1e-7,
+        "negative_zero": 0.0,
+        "count": 7,
+    }
+    assert {name: type(number) for name, number in value.items()} == {
+        "big": int,
+        "bigger": int,
+        "whole": float,
+        "below": float,
+        "small": float,
+        "negative_zero": float,
+        "count": int,
+    }
+    assert (float(value["big"]), float(value["bigger"])) == (sent["big"], sent["bigger"])
+    assert math.copysign(1.0, value["negative_zero"]) == 1.0
+    assert keys(found) == ["n"]
 
 
 # --- An agent and a graph remembering through the store ------------------------------------------------
