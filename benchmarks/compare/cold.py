@@ -309,9 +309,13 @@ def _create_missing_indexes(pg: psycopg.Connection) -> list[str]:
     """Create every index of the message model that the table lacks, with the migration's own SQL.
 
     Each on a connection of its own, two at a time: building a GIN index is one backend's work
-    (PostgreSQL 15 builds only B-trees in parallel), and two builds share the table's lock.
+    (PostgreSQL 15 builds only B-trees in parallel), and two builds share the table's lock. On a
+    partitioned table one at a time: an index there creates one on each partition, named by
+    PostgreSQL from the expression, and two builds of expressions that begin alike (the two
+    ``to_tsvector`` indexes) would both choose the same name for a partition's index and one fail.
     """
     present = {name for (name,) in pg.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'conversation_messages'")}
+    (kind,) = pg.execute("SELECT relkind FROM pg_class WHERE relname = 'conversation_messages'").fetchone()
     missing = [index for index in Message._meta.indexes if index.name not in present]
     if not missing:
         return []
@@ -326,7 +330,7 @@ def _create_missing_indexes(pg: psycopg.Connection) -> list[str]:
         return name, time.perf_counter() - started
 
     with (
-        ThreadPoolExecutor(max_workers=2) as pool,
+        ThreadPoolExecutor(max_workers=1 if kind == "p" else 2) as pool,
         tqdm(total=len(statements), desc="building indexes", unit="index") as progress,
     ):
         for done in as_completed([pool.submit(build, name) for name in statements]):
