@@ -103,7 +103,6 @@ def message_append(
         user_id=user_id,
         agent_id=agent_id,
     )
-    ledger_recorded()  # once per process: a ledger Redis loses later is never taken for the first
     try:
         result = _append_through_cache(**append)
     except cache.CacheUnavailable as error:
@@ -259,6 +258,7 @@ def _append_through_cache(
         if not to_publish:
             _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token, unreserve=fresh)
             return _Appended(messages=[answer for answer in answers if answer is not None], new=new)
+        ledger_recorded()  # once per process, before its first acknowledgement: a ledger lost later is never the first
         try:
             _publish_persist(
                 tenant=tenant, conversation_id=conversation_id, messages=to_publish, user_id=user_id, agent_id=agent_id

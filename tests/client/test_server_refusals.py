@@ -62,3 +62,13 @@ def test_the_server_answers_the_next_request_after_a_refusal(web: Any) -> None:
     status, headers, _ = exchange(web, b"GET /api/v1/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert status in (200, 401)
     assert headers["content-type"].startswith("application/json")
+
+
+def test_the_workers_codes_are_the_apis_codes_of_their_statuses() -> None:
+    """The worker writes its codes itself (gunicorn's master imports it before Django is set up):
+    each is the stable code ``memoryproject.errors`` gives its status."""
+    from memoryproject.errors import CODES
+    from memoryproject.gunicorn_worker import REFUSALS
+
+    for _, status, _, code, _ in REFUSALS:
+        assert CODES.get(status, code) == code, status
