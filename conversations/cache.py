@@ -727,6 +727,25 @@ def ledger_round_void(*, since: int, barrier: int) -> bool:
     return bool(call("ledger", "-", _scripts.ledger_round_void, keys=[LEDGER_KEY], args=[since, barrier]))
 
 
+def ledger_holds(*, tenant_slug: str, conversation_id: str, message_ids: Sequence[str]) -> bool:
+    """Whether the ledger holds every one of these ids (its message key, or among the pending or the
+    reserved writes): a resend of it is answered from Redis."""
+    if not message_ids:
+        return True
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+
+    def read() -> list[Any]:
+        pipeline = client().pipeline(transaction=False)
+        # By name, as get_messages_by_id: one conversation's keys, one slot.
+        pipeline.execute_command("MGET", *[message_key(tenant_slug, conversation_id, i) for i in message_ids])
+        pipeline.hmget(keys.pending, list(message_ids))
+        pipeline.hmget(keys.reserved, list(message_ids))
+        return pipeline.execute()
+
+    keyed, pending, reserved = call("ledger_holds", tenant_slug, read)
+    return all(any(found is not None for found in each) for each in zip(keyed, pending, reserved, strict=True))
+
+
 def ledger_whole(*, tenant_slug: str, conversation_id: str) -> None:
     """Mark the conversation's ledger whole (it lost nothing that may still be queued), and drop its
     cached list: one built before may lack writes that were still on their way, and a list read as

@@ -32,6 +32,11 @@ idempotency_unknown = Counter(
     "memory_idempotency_unknown_total",
     "Appends answered 503 because the service could not tell whether a client's message id was already stored.",
 )
+ledger_vouched = Counter(
+    "memory_ledger_vouched_total",
+    "Appends whose client ids, unknown while Redis's ledger was not whole, were taken as new because each is a "
+    "UUIDv7 made after the ledger began.",
+)
 replica_unconfirmed = Counter(
     "memory_replica_unconfirmed_total",
     "Appends answered 503 replica_unavailable because no Redis replica confirmed their seqs in time (Redis Cluster).",

@@ -33,6 +33,21 @@ class PayloadTooLarge(LimitExceeded):
     status = 413
 
 
+class ClockSkew(MemoryServiceError):
+    """A message id stamped (UUIDv7) further ahead of the service's clock than it accepts
+    (``conversations.services.message_ids``): the sender's clock is ahead."""
+
+    code = "clock_skew"
+    status = 400
+
+    def __init__(self, *, field: str, message_id: str, ahead_seconds: float, limit_seconds: int) -> None:
+        super().__init__(
+            f"{field} ({message_id}) is a UUIDv7 stamped {ahead_seconds:g} s ahead of the service's clock, more than "
+            f"the {limit_seconds} s it accepts; set this client's clock right (NTP), or send a UUIDv4.",
+            details={"field": field, "id": message_id, "ahead_seconds": ahead_seconds, "limit_seconds": limit_seconds},
+        )
+
+
 class ServiceUnavailable(MemoryServiceError):
     """A backing service is down and the operation cannot be done safely; try again later."""
 

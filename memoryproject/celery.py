@@ -49,10 +49,32 @@ class LedgerDisturbance(bootsteps.StartStopStep):
 
 @inspect_command()
 def ledger_generation(state: object) -> dict[str, object]:
-    """This worker's broker connection generation and the queues it consumes (see ``LedgerDisturbance``)."""
+    """This worker's broker connection generation, the queues it consumes (see ``LedgerDisturbance``)
+    and the writes of the persist messages it holds (``held_writes``)."""
     task_consumer = getattr(getattr(state, "consumer", None), "task_consumer", None)
     queues = [queue.name for queue in getattr(task_consumer, "queues", None) or ()]
-    return {"generation": _connection["generation"], "queues": queues}
+    return {"generation": _connection["generation"], "queues": queues, "held": held_writes()}
+
+
+PERSIST_TASKS = ("conversations.tasks.messages_persist", "conversations.tasks.messages_persist_many")
+
+
+def held_writes() -> list[list[object]] | None:
+    """The writes of the persist messages this worker holds, prefetched or running, as [tenant slug,
+    conversation id, message ids] each; None when one cannot be read. A round of ledger barriers
+    asks: a write the ledger does not hold may be one acknowledged before Redis lost it."""
+    from celery.worker import state as worker_state
+
+    try:
+        held: list[list[object]] = []
+        for request in set(worker_state.reserved_requests) | set(worker_state.active_requests):
+            if request.name not in PERSIST_TASKS:
+                continue
+            payloads = request.args[0] if request.name == PERSIST_TASKS[1] else [request.args[0]]
+            held += [[p["tenant_slug"], p["conversation_id"], [m["id"] for m in p["messages"]]] for p in payloads]
+        return held
+    except Exception:  # a message of another shape: the round waits its whole slack
+        return None
 
 
 app.steps["consumer"].add(LedgerDisturbance)

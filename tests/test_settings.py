@@ -195,3 +195,18 @@ for name in ("DJANGO_SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_UR
         "REQUIRED REDIS_URL",
         "REQUIRED CELERY_BROKER_URL",
     ]
+
+
+@pytest.mark.parametrize("value", ["-1", "ten"])
+def test_a_message_id_clock_skew_that_is_not_a_count_of_seconds_stops_the_process(value):
+    finished = subprocess.run(
+        [sys.executable, "-c", "import memoryproject.settings.production"],
+        cwd=ROOT,
+        env={**production_environment(), "MEMORY_MESSAGE_ID_CLOCK_SKEW": value},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert finished.returncode != 0
+    assert "MEMORY_MESSAGE_ID_CLOCK_SKEW" in finished.stderr or "ten" in finished.stderr

@@ -9,7 +9,7 @@ and checks the history against them, PostgreSQL and the cache (``torture/checker
 table and exits 1 if any count that must be zero is not.
 
     .venv/bin/python -m torture [--topology single|cluster] [--duration 90] [--clients 8] [--tenants 3]
-        [--conversations 4] [--faults NAME,...|none] [--interval 4] [--seeds 1,2,3] [--json PATH]
+        [--conversations 4] [--faults NAME,...|none] [--interval 4] [--ids uuid7|uuid4] [--seeds 1,2,3] [--json PATH]
         [--retry-backoff-max S] [--persist-max-retries N] [--drain-timeout S] [--serve]
 
 ``--topology cluster`` starts each engine on several nodes instead (a Redis Cluster of three primaries
@@ -74,6 +74,12 @@ def arguments(argv: list[str]) -> argparse.Namespace:
         "workload to drive, until Ctrl-C; prints the service's URL and the tenants' keys (also to --json)",
     )
     parser.add_argument("--interval", type=float, default=4.0, help="seconds of calm between two faults")
+    parser.add_argument(
+        "--ids",
+        choices=("uuid7", "uuid4"),
+        default="uuid7",
+        help="the clients' own message ids: UUIDv7 (as the docs advise) or UUIDv4 (told new only once Redis's ledger is whole)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="one seed (same as --seeds N)")
     parser.add_argument("--seeds", default="1", help="comma-separated; each runs on a fresh cluster")
     parser.add_argument("--retry-backoff-max", type=int, default=None, help="MEMORY_RETRY_BACKOFF_MAX (default: the service's)")
@@ -314,6 +320,7 @@ def run(options: argparse.Namespace, seed: int) -> Report:
                 history=history,
                 stop=stop_clients,
                 seed=seed * 1000 + number,
+                ids=options.ids,
             )
             for number in range(options.clients)
         ]

@@ -48,7 +48,8 @@ Counts that must be zero (the write path's promises):
 Figures: ``acknowledged``, ``refused``, ``poison_unrefused`` (poison answered neither 2xx nor 4xx: a 5xx
 or no answer, which the contract reads as indeterminate), ``unknown`` (messages whose appends ended with no
 acknowledgement and not all refused: indeterminate by nature) and ``unknown_stored`` of them,
-``indeterminate`` (503 ``write_indeterminate`` answers), ``idempotency_unknown`` (503 answers),
+``indeterminate`` (503 ``write_indeterminate`` answers), ``idempotency_unknown`` (503 answers) of
+``client_id_attempts`` (the attempts of appends that sent ids of their own, poison aside),
 ``answers`` (every attempt's status and code), ``appends_by_kind``, and the time from acknowledgement to row
 (median, p99, max).
 """
@@ -93,6 +94,7 @@ FIGURES = (
     "unknown_stored",
     "indeterminate",
     "idempotency_unknown",
+    "client_id_attempts",
     "resends",
     "poison_sent",
     "poison_refused",
@@ -115,6 +117,7 @@ class Report:
     unknown_stored: int = 0
     indeterminate: int = 0
     idempotency_unknown: int = 0
+    client_id_attempts: int = 0
     resends: int = 0
     poison_sent: int = 0
     poison_refused: int = 0
@@ -352,6 +355,7 @@ def _messages(history: History, report: Report) -> dict[str, Message]:
             answers[f"{attempt.status or 'no answer'} {attempt.code}".strip()] += 1
             report.indeterminate += attempt.status == 503 and attempt.code == INDETERMINATE_CODE
             report.idempotency_unknown += attempt.status == 503 and attempt.code == "idempotency_unknown"
+            report.client_id_attempts += append.kind in ("client-id", "in-flight", "resend")
             if attempt.malformed:
                 report.note("malformed_answers", f"{append.contents[0]}: {attempt.malformed}")
     report.answers = dict(sorted(answers.items()))

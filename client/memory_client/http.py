@@ -732,9 +732,21 @@ def _in_batch(error: MemoryServiceError, name: str, start: int, *, applied: int)
     return type(error)(error.status, error.code, message, details, error.retry_after)
 
 
-def _identified(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The messages, each with its id (a new UUID unless given), fixed before the first attempt."""
-    return [{**message, "id": str(message.get("id") or uuid.uuid4())} for message in messages]
+def _identified(messages: Sequence[Mapping[str, Any]], *, stamped: bool = True) -> list[dict[str, Any]]:
+    """The messages, each with its id (a new UUIDv7, or UUIDv4 unless ``stamped``, unless given),
+    fixed before the first attempt."""
+    return [{**message, "id": str(message.get("id") or (uuid7() if stamped else uuid.uuid4()))} for message in messages]
+
+
+def uuid7() -> str:
+    """A new UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, the version, 74 random bits, the variant.
+
+    The ids this client makes for messages: after the service lost its record of writes in flight, an
+    id made after that is told new at once, where a UUIDv4 waits (``idempotency_unknown``) until the
+    service proves no older write is on its way."""
+    value = (time.time_ns() // 1_000_000 & (1 << 48) - 1) << 80 | random.getrandbits(80)  # noqa: S311 (not a secret)
+    value = value & ~(0xF << 76) | 0x7 << 76
+    return str(uuid.UUID(int=value & ~(0x3 << 62) | 0x2 << 62))
 
 
 def _one_message(
@@ -801,6 +813,7 @@ class MemoryClient:
         self._async_transport = async_transport
         self._async_client: httpx.AsyncClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._stamped_ids = True  # message ids made as UUIDv7 (see append), until the service finds this clock ahead
 
     def __repr__(self) -> str:
         return f"MemoryClient({self.base_url!r})"
@@ -841,15 +854,44 @@ class MemoryClient:
         Sent in parts of ``MAX_BATCH`` messages, each stored all or nothing; when a part fails, the
         parts before it stay stored (``details["applied"]`` counts their messages) and the error
         names a message by its index in ``messages``. Every message gets its id before the first
-        part is sent, so calling again with the same messages stores each once."""
-        calls = self._append_calls(conversation_id, messages, user_id, agent_id)
-        return [message for answer in self._send_batch("messages", calls) for message in answer["messages"]]
+        part is sent, so calling again with the same messages stores each once.
+
+        Ids this client makes are UUIDv7, stamped with this machine's clock. A service that finds the
+        clock too far ahead of its own refuses them, with nothing stored (``clock_skew``): the
+        client then makes UUIDv4 ids instead, for this call and every later one, and sends again."""
+        calls = self._append_calls(conversation_id, messages, user_id, agent_id, stamped=self._stamped_ids)
+        try:
+            answers = self._send_batch("messages", calls)
+        except BadRequest as error:
+            if not self._unstamp(error, messages):
+                raise
+            answers = self._send_batch(
+                "messages", self._append_calls(conversation_id, messages, user_id, agent_id, stamped=False)
+            )
+        return [message for answer in answers for message in answer["messages"]]
 
     async def aappend(
         self, conversation_id: str, messages: Sequence[Mapping[str, Any]], *, user_id: str = "", agent_id: str = ""
     ) -> list[dict[str, Any]]:
-        calls = self._append_calls(conversation_id, messages, user_id, agent_id)
-        return [message for answer in await self._asend_batch("messages", calls) for message in answer["messages"]]
+        calls = self._append_calls(conversation_id, messages, user_id, agent_id, stamped=self._stamped_ids)
+        try:
+            answers = await self._asend_batch("messages", calls)
+        except BadRequest as error:
+            if not self._unstamp(error, messages):
+                raise
+            calls = self._append_calls(conversation_id, messages, user_id, agent_id, stamped=False)
+            answers = await self._asend_batch("messages", calls)
+        return [message for answer in answers for message in answer["messages"]]
+
+    def _unstamp(self, error: BadRequest, messages: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether ``error`` refused, before anything was stored, a UUIDv7 this client made (its clock
+        is ahead of the service's): from now on it makes UUIDv4 ids, and the call is sent again."""
+        details = error.details if isinstance(error.details, Mapping) else {}
+        given = {str(message.get("id")) for message in messages if message.get("id")}
+        if error.code != "clock_skew" or details.get("applied") != 0 or details.get("id") in given:
+            return False
+        self._stamped_ids = False
+        return True
 
     def window(self, conversation_id: str, *, limit: int | None = None, format: str = "langchain") -> list[dict[str, Any]]:
         """The newest ``limit`` messages (the service's default when ``None``), oldest first, in
@@ -1743,12 +1785,12 @@ class MemoryClient:
 
     @staticmethod
     def _append_calls(
-        conversation_id: str, messages: Sequence[Mapping[str, Any]], user_id: str, agent_id: str
+        conversation_id: str, messages: Sequence[Mapping[str, Any]], user_id: str, agent_id: str, *, stamped: bool
     ) -> list[tuple[int, _Call]]:
         path = _conversation_path(conversation_id, "messages")
         return _batch_calls(
             "messages",
-            _identified(messages),
+            _identified(messages, stamped=stamped),
             lambda batch: _Call("POST", path, body={"messages": batch, "user_id": user_id, "agent_id": agent_id}),
         )
 

@@ -111,7 +111,14 @@ class MessageInSerializer(serializers.Serializer):
     builder reads them (``memory_wire.messages`` describes the convention). ``content`` may be a
     list of content parts (``conversations.content_parts`` holds that contract)."""
 
-    id = serializers.UUIDField(required=False, help_text="Your own id (UUID) makes the write idempotent.")
+    id = serializers.UUIDField(
+        required=False,
+        help_text=(
+            "Your own id (UUID) makes the write idempotent. A UUIDv7 (stamped with the time it was made) is told "
+            "new sooner after the service lost its record of writes in flight; one stamped more than "
+            "MEMORY_MESSAGE_ID_CLOCK_SKEW seconds ahead of the service's clock is refused (400 clock_skew)."
+        ),
+    )
     role = serializers.ChoiceField(choices=Role.choices)
     content = ContentField(
         allow_null=True,

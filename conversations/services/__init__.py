@@ -44,6 +44,7 @@ from conversations.services.ledger import (
     ledger_slack_seconds,
     messages_reassert_pending,
     worker_generations,
+    worker_inquiry,
 )
 from conversations.services.lifecycle import (
     TombstoneFloors,
@@ -132,4 +133,5 @@ __all__ = [
     "tenant_cache_rebuild",
     "tenant_cache_rebuild_queue",
     "worker_generations",
+    "worker_inquiry",
 ]

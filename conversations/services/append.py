@@ -1,13 +1,15 @@
 """Append (step 1 of the write path): ``message_append``, from the API's request to a durable answer.
 
 1. Every value passes the storable door (``core.storable``): what PostgreSQL, Redis or
-   JSON would refuse later is refused now, with a 400 naming the field.
+   JSON would refuse later is refused now, with a 400 naming the field; so does a UUIDv7 id stamped
+   ahead of the service's clock (``message_ids.check_stamp``).
 2. Redis takes the conversation's append lock and hands out the seqs (``seqs._reserve_locked``);
    under that lock each message id is looked up in the ledger of writes not yet known to be
    persisted (reserved, pending, message keys), then in PostgreSQL: an id already known comes back
    with the seq it was given (the same content) or is a 409 (other content); an id that cannot be
    told new (Redis lost writes that may still be queued: ``ledger``, or PostgreSQL cannot be asked)
-   is a 503 ``idempotency_unknown``. The new ones are reserved, with their seqs, before anything is sent.
+   is a 503 ``idempotency_unknown``, unless its UUIDv7 stamp proves it younger than the ledger
+   (``message_ids``). The new ones are reserved, with their seqs, before anything is sent.
 3. The persist task is published and confirmed by the broker (``publish``). Refused or unreachable:
    the lock and the new reservations are released, nothing was written, 503 ``broker_unavailable``.
    Sent but not confirmed: 503 ``write_indeterminate`` with the ids and seqs, the reservations kept,
@@ -35,8 +37,8 @@ from django.utils import timezone
 
 from conversations import cache, metrics, tokens
 from conversations.models import CacheRepair, Message
-from conversations.services import publish
-from conversations.services.ledger import ledger_is_whole, ledger_recorded
+from conversations.services import message_ids, publish
+from conversations.services.ledger import ledger_recorded, ledger_vouches_new
 from conversations.services.lifecycle import conversation_ensure
 from conversations.services.messages import MESSAGE_COLUMNS, _same_message, message_from_values
 from conversations.services.persist import _persist_key, _persist_outcome, _persist_rows
@@ -82,10 +84,11 @@ def message_append(
         created_at = item.get("created_at")
         content = storable.storable_text(item["content"], field=_field(field, "content"))
         if item.get("id"):
+            message_ids.check_stamp(item["id"], field=_field(field, "id"))
             client_ids.add(str(item["id"]))
         prepared.append(
             {
-                "id": str(item.get("id") or uuid.uuid4()),
+                "id": str(item.get("id") or message_ids.new_message_id()),
                 "role": item["role"],
                 "content": content,
                 "metadata": storable.storable_json(item.get("metadata") or {}, field=_field(field, "metadata")),
@@ -197,7 +200,7 @@ def _append_through_cache(
     2. A client's id not in the ledger is looked for in PostgreSQL. If PostgreSQL does not answer,
        or the ledger is not whole (Redis lost pending writes that may still be queued:
        ``ledger_whole``) and PostgreSQL does not have it, it is unknown: 503 ``idempotency_unknown``,
-       nothing written. (A cached list cannot stand in for PostgreSQL: a row committed while Redis
+       nothing written; unless it is a UUIDv7 made after the ledger began (``message_ids``). (A cached list cannot stand in for PostgreSQL: a row committed while Redis
        did not answer, or a write on its way, may be missing from it.)
     3. The persist task is published and confirmed. Refused: 503 ``broker_unavailable``, the new
        reservations dropped. Indeterminate (sent, confirm lost): 503 ``write_indeterminate`` with the
@@ -334,7 +337,8 @@ def _look_up_unknown(*, tenant: Tenant, conversation_id: str, ids: list[str], le
         stored = _stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=ids)
     except DatabaseError:
         raise _idempotency_unknown(conversation_id, "PostgreSQL does not answer") from None
-    if len(stored) < len(ids) and not (ledger_whole or ledger_is_whole(tenant=tenant, conversation_id=conversation_id)):
+    missing = [message_id for message_id in ids if message_id not in stored]
+    if missing and not (ledger_whole or ledger_vouches_new(tenant=tenant, conversation_id=conversation_id, ids=missing)):
         raise _idempotency_unknown(conversation_id, "Redis lost writes that may still be queued")
     return stored
 

@@ -3,13 +3,16 @@
 Redis's ledger (reserved and pending writes, message keys) answers whether an id is known. A Redis
 that restarts empty loses it while persist messages may still be queued; until a round of barriers
 through the persist queue proves none is left (``ledger_barrier_reached``), an unknown client id is
-answered 503 ``idempotency_unknown`` rather than taken as new (``ledger_is_whole``). Workers report
+answered 503 ``idempotency_unknown`` rather than taken as new (``ledger_is_whole``), unless it is a
+UUIDv7 made after the ledger began (``ledger_vouches_new``, ``message_ids``). Workers report
 what may have put a message back in the queue (``ledger_disturbed``) and re-assert the pending writes
 they still hold (``messages_reassert_pending``).
 """
 
 import threading
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -19,7 +22,7 @@ from django.db import DatabaseError, transaction
 
 from conversations import cache, metrics
 from conversations.models import LedgerEpoch
-from conversations.services import publish
+from conversations.services import message_ids, publish
 from core.exceptions import ServiceUnavailable
 from tenants.models import Tenant
 
@@ -40,16 +43,35 @@ def ledger_is_whole(*, tenant: Tenant, conversation_id: str) -> bool:
     writes this ledger holds), and each conversation's state says so too, so this is not asked
     again for it.
     """
+    return _ledger_status(tenant=tenant, conversation_id=conversation_id).whole_at is not None
+
+
+def ledger_vouches_new(*, tenant: Tenant, conversation_id: str, ids: Sequence[str]) -> bool:
+    """Whether client ids found neither in the ledger nor in PostgreSQL are new: the ledger is whole
+    (``ledger_is_whole``), or each id is a UUIDv7 made after the ledger began (``message_ids.made_after``),
+    so acknowledged, if ever, where the ledger or PostgreSQL would show it. Counted by
+    ``memory_ledger_vouched_total``: how many lookups an id's stamp answered before the round did."""
+    status = _ledger_status(tenant=tenant, conversation_id=conversation_id)
+    if status.whole_at is not None:
+        return True
+    if all(message_ids.made_after(message_id, status.since) for message_id in ids):
+        metrics.ledger_vouched.inc()
+        return True
+    return False
+
+
+def _ledger_status(*, tenant: Tenant, conversation_id: str) -> cache.LedgerStatus:
+    """The ledger's status, a round of barriers begun if none is under way while it is not whole."""
     status = cache.ledger_status()
     if status.begun_now:
         _ledger_begun(status)
         status = cache.ledger_status()
     if status.whole_at is not None:
         cache.ledger_whole(tenant_slug=tenant.slug, conversation_id=conversation_id)
-        return True
+        return status
     if status.barrier_at is None or status.now - status.barrier_at > LEDGER_ROUND_STALLED_SECONDS * 1_000_000:
         ledger_round_begin(since=status.since)
-    return False
+    return status
 
 
 # Whether this process has seen the deployment's ledger recorded in PostgreSQL (``ledger_recorded``).
@@ -82,6 +104,12 @@ def ledger_recorded() -> None:
 # Seconds a persist statement in flight when Redis lost the ledger may still take, and seconds a
 # message delivered just before a barrier may take to be committed or put back among the pending.
 LEDGER_SLACK_SECONDS = 5
+
+
+# Seconds the third step of a round waits when no worker held an older write at the second (the
+# short slack): a message still on its way into a worker becomes a request it reports, and a
+# disturbance (a worker losing its connection or a pool process) is reported, within it.
+LEDGER_SHORT_SLACK_SECONDS = 2
 
 
 # A round of barriers with no result after this long is taken as lost and begun again (a step that
@@ -150,9 +178,14 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
        went back to the queue before they answered.
     2. The second barrier, reached, proves every message queued before it delivered. If the same
        workers answer with the same connections, the queue is drained: the third step is published
-       to run once a worker holding an older message has had time to try it again.
+       to run once a worker holding an older message has had time to try it again (the slack,
+       ``ledger_slack_seconds`` after the ledger began). When no worker holds a write the ledger
+       does not (each message it holds is a write acknowledged since, or one put back among the
+       pending), the third step runs after the short slack (``LEDGER_SHORT_SLACK_SECONDS``) instead:
+       time for a message on its way into a worker to arrive, and for a disturbance to be reported.
     3. The same workers, still on the same connections (none lost a message back to the queue): the
-       ledger is whole.
+       ledger is whole. After the short slack the workers must still hold no write the ledger does
+       not; if one does, this step runs again at the end of the whole slack.
 
     A worker gone or reconnected voids the round, and so does any disturbance reported meanwhile
     (``ledger_disturbed``): a round that is no longer current stops. Returns whether this step
@@ -164,8 +197,11 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
         return False
     try:
         if not cache.ledger_mark(since=since, event="round_at", barrier=barrier):
-            return False  # voided, or Redis restarted again: its ledger has a round of its own
-        present = worker_generations()
+            # Voided, or Redis restarted again: its ledger has a round of its own.
+            logger.info("ledger_step_stale", since=since, barrier=barrier, phase=phase)
+            return False
+        inquiry = worker_inquiry()
+        present = inquiry.generations
         if phase == 1:
             tasks.ledger_barrier.apply_async(args=[since, barrier, 2, present], queue=settings.MEMORY_QUEUE)
             return True
@@ -177,10 +213,20 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
         if phase == 2:
             if not cache.ledger_mark(since=since, event="drained_at", barrier=barrier):
                 return False
-            waited = (cache.ledger_status().now - since) / 1_000_000
-            countdown = max(float(LEDGER_SLACK_SECONDS), ledger_slack_seconds() - waited)
+            slack = ledger_slack_seconds() - (cache.ledger_status().now - since) / 1_000_000
+            held = _held_unknown(inquiry)
+            # Nothing older held: the short slack (a message still on its way into a worker, a
+            # disturbance still being reported); the third step asks again.
+            countdown = max(float(LEDGER_SLACK_SECONDS), slack) if held else float(LEDGER_SHORT_SLACK_SECONDS)
             tasks.ledger_barrier.apply_async(args=[since, barrier, 3, workers], countdown=countdown, queue=settings.MEMORY_QUEUE)
-            logger.info("ledger_barrier_reached", since=since, barrier=barrier, workers=len(present))
+            logger.info(
+                "ledger_barrier_reached", since=since, barrier=barrier, workers=len(present), held=held, countdown=countdown
+            )
+            return True
+        slack = ledger_slack_seconds() - (cache.ledger_status().now - since) / 1_000_000
+        if slack > 0 and _held_unknown(inquiry):  # the short slack, and now a worker holds an older write: the whole slack
+            tasks.ledger_barrier.apply_async(args=[since, barrier, 3, workers], countdown=slack, queue=settings.MEMORY_QUEUE)
+            logger.info("ledger_round_slack", since=since, barrier=barrier, countdown=slack)
             return True
         whole = bool(cache.ledger_mark(since=since, event="whole_at", barrier=barrier))
         logger.info("ledger_whole" if whole else "ledger_round_void", since=since, barrier=barrier)
@@ -199,16 +245,49 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
         return False
 
 
-def worker_generations() -> dict[str, str]:
-    """The workers consuming the persist queue, by name, with the generation of their broker
-    connection (a new one each time it connects): who could hold a persist message now."""
+@dataclass(frozen=True)
+class Inquiry:
+    """What the workers consuming the persist queue answered a round: each one's name with the
+    generation of its broker connection (a new one each time it connects), and the writes of the
+    persist messages they hold, prefetched or running, as (tenant slug, conversation id, message
+    ids); ``held`` is None when a worker could not say."""
+
+    generations: dict[str, str]
+    held: list[tuple[str, str, list[str]]] | None
+
+
+def worker_inquiry() -> Inquiry:
+    """Ask the workers who they are and what they hold (``memoryproject.celery.ledger_generation``)."""
     replies = current_app.control.broadcast("ledger_generation", reply=True, timeout=LEDGER_INQUIRY_SECONDS)
-    present = {}
+    present: dict[str, str] = {}
+    held: list[tuple[str, str, list[str]]] | None = []
     for reply in replies or []:
         for name, answer in reply.items():
             if isinstance(answer, dict) and answer.get("generation") and settings.MEMORY_QUEUE in answer.get("queues", ()):
                 present[name] = answer["generation"]
-    return present
+                writes = answer.get("held")
+                if held is None or not isinstance(writes, list):
+                    held = None  # a worker of an older release, or one that could not read its messages
+                else:
+                    held += [(str(tenant), str(conversation), [str(i) for i in ids]) for tenant, conversation, ids in writes]
+    return Inquiry(generations=present, held=held)
+
+
+def worker_generations() -> dict[str, str]:
+    """The workers consuming the persist queue, by name, with the generation of their broker
+    connection: who could hold a persist message now."""
+    return worker_inquiry().generations
+
+
+def _held_unknown(inquiry: Inquiry) -> bool:
+    """Whether a worker holds a write the ledger does not (acknowledged before the ledger began, and
+    neither committed nor put back among the pending yet), or could not say what it holds."""
+    if inquiry.held is None:
+        return True
+    return any(
+        not cache.ledger_holds(tenant_slug=tenant, conversation_id=conversation, message_ids=ids)
+        for tenant, conversation, ids in inquiry.held
+    )
 
 
 def _same_workers(before: dict[str, str], now: dict[str, str]) -> bool:

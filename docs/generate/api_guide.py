@@ -1005,7 +1005,7 @@ value; `details` holds the per-field errors of a validation error, or a limit's 
 
 | Status | Codes |
 |---|---|
-| 400 | `validation_error`, `parse_error`, `limit_exceeded`, `bad_request` (bytes that are not HTTP/1.1) |
+| 400 | `validation_error`, `parse_error`, `limit_exceeded`, `clock_skew` (a UUIDv7 message id stamped ahead of the service's clock), `bad_request` (bytes that are not HTTP/1.1) |
 | 401 | `not_authenticated`, `authentication_failed` |
 | 404 | `not_found` (also another tenant's ids, and paths that do not exist) |
 | 405 | `method_not_allowed` (the `Allow` header lists the methods) |
@@ -1031,7 +1031,8 @@ See [Conversations](#conversations) for a page.
 
 An append answers `201` once the write is durable (confirmed by the broker) and already in the
 window; a worker then persists it to PostgreSQL. Give every message your own UUID (`id`), chosen
-before the first attempt, and after any failure or timeout resend exactly the same body: a message
+before the first attempt (a UUIDv7: see [Conversations](conversations.md#message-ids-uuidv7)), and
+after any failure or timeout resend exactly the same body: a message
 the service already knows is answered with the seq it got the first time and never stored twice
 (`200` when every message was known). The same id with other content is a `409`. A `503` always
 carries `Retry-After` and one of `broker_unavailable` (nothing stored), `write_indeterminate` (the

@@ -521,6 +521,15 @@ MEMORY_CACHE_LIST_LIMIT = env.int("MEMORY_CACHE_LIST_LIMIT", default=1000)
 MEMORY_REDIS_HASH_TAGS = env.bool("MEMORY_REDIS_HASH_TAGS", default=MEMORY_REDIS_CLUSTER)
 # Seconds Redis keeps a write acknowledged but not yet persisted (its ledger entry).
 MEMORY_PENDING_TTL = env.int("MEMORY_PENDING_TTL", default=7 * 86400)
+# Seconds a UUIDv7 message id may be stamped ahead of the service's clock; one stamped further ahead
+# is refused (400 clock_skew). After Redis loses its ledger, a client id stamped later than this
+# (and a second) after the new ledger began is taken as new without waiting for the ledger's round of
+# barriers (conversations/services/message_ids.py): smaller answers fewer idempotency_unknown.
+MEMORY_MESSAGE_ID_CLOCK_SKEW = env.int("MEMORY_MESSAGE_ID_CLOCK_SKEW", default=10)
+if MEMORY_MESSAGE_ID_CLOCK_SKEW < 0:
+    raise ImproperlyConfigured(
+        f"MEMORY_MESSAGE_ID_CLOCK_SKEW={MEMORY_MESSAGE_ID_CLOCK_SKEW}: seconds a message id may be stamped ahead, 0 or more."
+    )
 # Seconds an append waits for the conversation's lock before answering 503 conversation_busy.
 MEMORY_APPEND_LOCK_TIMEOUT = env.float("MEMORY_APPEND_LOCK_TIMEOUT", default=5.0)
 # Seconds a cache rebuild's lock lives, so a reader that died never blocks the next one.

@@ -3,10 +3,12 @@ answers for what does not exist, batches past the service's limit, and retries a
 
 import asyncio
 import threading
+import time
 import uuid
 
 import pytest
 
+import memory_client.http
 from memory_client import MemoryClient, MemoryServiceError, NotFound
 from memory_client.http import MAX_BATCH
 from memory_client.langgraph import ServiceCheckpointSaver
@@ -126,3 +128,36 @@ def test_the_async_methods_work_across_event_loops(memory: MemoryClient) -> None
     assert context["messages"][-1]["content"] == "again"
     assert window == []
     asyncio.run(memory.aclose())
+
+
+def test_the_ids_the_client_makes_are_uuid7(memory: MemoryClient) -> None:
+    stored = memory.append("c-stamped", [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}])
+
+    assert [uuid.UUID(message["id"]).version for message in stored] == [7, 7]
+
+
+def fast_clock_uuid7() -> str:
+    """A UUIDv7 from a clock an hour ahead of the service's."""
+    value = (time.time_ns() // 1_000_000 + 3_600_000) << 80 | uuid.uuid4().int & ((1 << 80) - 1)
+    value = value & ~(0xF << 76) | 0x7 << 76
+    return str(uuid.UUID(int=value & ~(0x3 << 62) | 0x2 << 62))
+
+
+def test_a_client_whose_clock_is_ahead_falls_back_to_uuid4_ids(memory: MemoryClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memory_client.http, "uuid7", fast_clock_uuid7)
+
+    first = memory.append("c-fast", [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}])
+    second = asyncio.run(memory.aappend("c-fast", [{"role": "assistant", "content": "three"}]))
+
+    assert [uuid.UUID(message["id"]).version for message in first + second] == [4, 4, 4]
+    assert [message["seq"] for message in memory.messages("c-fast")] == [message["seq"] for message in first + second]
+
+
+def test_an_id_the_caller_gave_stamped_ahead_is_refused_not_replaced(memory: MemoryClient) -> None:
+    ahead = fast_clock_uuid7()
+
+    with pytest.raises(MemoryServiceError) as refused:
+        memory.append("c-given", [{"id": ahead, "role": "user", "content": "x"}])
+
+    assert (refused.value.status, refused.value.code, refused.value.details["id"]) == (400, "clock_skew", ahead)
+    assert memory.messages("c-given") == []

@@ -104,7 +104,7 @@ def run_round(barriers: list[tuple[str, Any]]) -> int:
 def workers(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The workers a round of barriers finds (their broker connection generations), as a test sets them."""
     present: dict[str, str] = {"worker-1": "connection-1"}
-    monkeypatch.setattr(ledger, "worker_generations", lambda: dict(present))
+    monkeypatch.setattr(ledger, "worker_inquiry", lambda: ledger.Inquiry(generations=dict(present), held=[]))
     return present
 
 
@@ -119,6 +119,84 @@ def test_the_ledger_is_whole_again_once_a_round_of_barriers_finds_the_same_worke
     result = append(tenant, "c1", message("after the round"))
 
     assert result.created is True
+
+
+@pytest.fixture
+def countdowns(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The countdown of each round step published from now on (the next one runs when a test says)."""
+    published: list[float] = []
+    publish = tasks.ledger_barrier.apply_async
+
+    def recorded(*args: Any, **options: Any) -> Any:
+        published.append(options.get("countdown") or 0.0)
+        return publish(*args, **options)
+
+    monkeypatch.setattr(tasks.ledger_barrier, "apply_async", recorded)
+    return published
+
+
+def held(monkeypatch: pytest.MonkeyPatch, writes: list[tuple[str, str, list[str]]] | None) -> None:
+    """From now on the workers (worker-1, on connection-1) answer that they hold these writes."""
+    monkeypatch.setattr(ledger, "worker_inquiry", lambda: ledger.Inquiry(generations={"worker-1": "connection-1"}, held=writes))
+
+
+def test_with_no_older_write_held_the_round_waits_the_short_slack_only(tenant, no_worker, monkeypatch, countdowns):
+    held(monkeypatch, [])
+    restart_redis_empty()
+    with pytest.raises(ServiceUnavailable):
+        append(tenant, "c1", message("first after the loss"))
+    young = append(tenant, "c1", {"role": "user", "content": "acknowledged under the new ledger"}).messages[0]
+    held(monkeypatch, [(tenant.slug, "c1", [young["id"]])])  # a worker holds it: the ledger does too
+
+    assert run_round(barriers_queued()) == 3
+    assert countdowns == [0.0, ledger.LEDGER_SHORT_SLACK_SECONDS]  # not the slack of MEMORY_RETRY_BACKOFF_MAX + 5 s
+    assert append(tenant, "c1", message("whole now")).created is True
+
+
+@pytest.mark.parametrize("answer", ["an older write", "cannot say"])
+def test_a_worker_holding_a_write_the_ledger_lost_makes_the_round_wait_the_whole_slack(
+    tenant, no_worker, monkeypatch, countdowns, answer
+):
+    early = message("acknowledged before the loss, held by a worker")
+    append(tenant, "c1", early)
+    take_queued_tasks()
+    restart_redis_empty()
+    held(monkeypatch, [(tenant.slug, "c1", [early["id"]])] if answer == "an older write" else None)
+    with pytest.raises(ServiceUnavailable):
+        append(tenant, "c1", early)
+    run_tasks(barriers_queued())  # the first barrier
+    run_tasks(barriers_queued())  # the second: the queue is drained, but a worker holds the write
+
+    slack = ledger.ledger_slack_seconds()
+    assert slack - 2 < countdowns[-1] <= slack
+    with pytest.raises(ServiceUnavailable) as refused:
+        append(tenant, "c1", early)
+    assert refused.value.code == "idempotency_unknown"
+
+
+def test_a_write_held_by_the_end_of_the_short_slack_makes_the_round_wait_the_whole_slack(
+    tenant, no_worker, monkeypatch, countdowns
+):
+    early = message("on its way into a worker when the round asked")
+    append(tenant, "c1", early)
+    take_queued_tasks()
+    restart_redis_empty()
+    held(monkeypatch, [])
+    with pytest.raises(ServiceUnavailable):
+        append(tenant, "c1", message("first after the loss"))
+    run_tasks(barriers_queued())
+    run_tasks(barriers_queued())
+    assert countdowns[-1] == ledger.LEDGER_SHORT_SLACK_SECONDS
+    held(monkeypatch, [(tenant.slug, "c1", [early["id"]])])  # it reached a worker meanwhile
+
+    run_tasks(third := barriers_queued())
+    assert len(third) == 1
+    assert countdowns[-1] > ledger.LEDGER_SHORT_SLACK_SECONDS  # the third step again, at the end of the slack
+    assert cache.ledger_status().whole_at is None
+    monkeypatch.setattr(ledger, "ledger_slack_seconds", lambda: 0)  # the slack has passed
+
+    assert run_round(barriers_queued()) == 1
+    assert cache.ledger_status().whole_at is not None
 
 
 def test_a_worker_that_reconnected_during_the_round_voids_it(tenant, no_worker, workers):
@@ -183,14 +261,14 @@ def test_a_round_whose_step_fails_is_begun_again_by_the_next_append(tenant, no_w
     with pytest.raises(ServiceUnavailable):
         append(tenant, "c1", message("first after the loss"))
 
-    def broker_gone() -> dict[str, str]:
+    def broker_gone() -> ledger.Inquiry:
         raise ConnectionResetError(104, "Connection reset by peer")
 
-    monkeypatch.setattr(ledger, "worker_generations", broker_gone)
+    monkeypatch.setattr(ledger, "worker_inquiry", broker_gone)
     assert run_round(barriers_queued()) == 1  # the inquiry failed: the round is void, not left hanging
     assert cache.ledger_status().barrier_at is None
 
-    monkeypatch.setattr(ledger, "worker_generations", dict)
+    monkeypatch.setattr(ledger, "worker_inquiry", lambda: ledger.Inquiry(generations={}, held=[]))
     with pytest.raises(ServiceUnavailable):
         append(tenant, "c1", message("begins another round"))
     assert run_round(barriers_queued()) == 3

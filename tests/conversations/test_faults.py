@@ -2,6 +2,7 @@
 down, Redis flushed or restarted, PostgreSQL unreachable, a worker killed mid-task, a task that
 keeps failing. Every fault acts on a process or proxy the test starts itself."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -23,6 +24,7 @@ from django_redis import get_redis_connection
 
 from conversations import cache, services, tasks
 from conversations.models import Conversation, DeadLetter, LedgerEpoch, Message, Tombstone, tombstone_key
+from conversations.services import ledger
 from conversations.services import messages as message_shape
 from conversations.services import persist as persisting
 from conversations.services import publish as publishing
@@ -504,15 +506,34 @@ def ledger_disturbed() -> bool:
     return status.disturbed_at is not None and status.drained_at is None
 
 
-def test_a_pool_process_lost_mid_task_disturbs_a_ledger_redis_lost(api, tenant, worker):
-    assert api.post("/api/v1/conversations/", {"conversation_id": "lost"}, format="json").status_code == 201
+@contextlib.contextmanager
+def held_in_the_worker(api: Any, conversation_id: str, content: str) -> Iterator[tuple[Any, Any]]:
+    """A write the worker holds inside its persist statement (the conversation row locked
+    meanwhile), with the lock's connection: rolled back, the worker goes on."""
+    assert api.post("/api/v1/conversations/", {"conversation_id": conversation_id}, format="json").status_code == 201
     db = connection.settings_dict
     dsn = f"host={db['HOST'] or '127.0.0.1'} port={db['PORT'] or 5432} user={db['USER']} dbname={db['NAME']}"
     with psycopg.connect(dsn) as blocker:
-        blocker.execute("SELECT 1 FROM conversation_memories WHERE conversation_id = 'lost' FOR UPDATE")
-        assert append(api, "lost", "in the pool process that dies").status_code == 201
-
+        blocker.execute("SELECT 1 FROM conversation_memories WHERE conversation_id = %s FOR UPDATE", [conversation_id])
+        answer = append(api, conversation_id, content)
+        assert answer.status_code == 201
         wait_until(lambda: waiting_on_a_lock(dsn) > 0, message="the worker to be inside the persist task")
+        yield answer, blocker
+
+
+def test_a_worker_says_which_writes_it_holds_and_the_ledger_tells_its_own_from_lost_ones(api, tenant, worker):
+    with held_in_the_worker(api, "held", "held inside the worker's statement") as (answer, blocker):
+        inquiry = services.worker_inquiry()
+        assert (tenant.slug, "held", [answer.json()["messages"][0]["id"]]) in inquiry.held
+        assert ledger._held_unknown(inquiry) is False  # acknowledged under this ledger: Redis holds it
+        get_redis_connection("default").flushdb()  # Redis lost it while the worker holds it
+        assert ledger._held_unknown(services.worker_inquiry()) is True  # a round waits the whole slack
+        blocker.rollback()
+    wait_for_rows(Message, tenant, 1)
+
+
+def test_a_pool_process_lost_mid_task_disturbs_a_ledger_redis_lost(api, tenant, worker):
+    with held_in_the_worker(api, "lost", "in the pool process that dies") as (_, blocker):
         ledger_lost_and_drained()
         for pid in children(worker.process.pid):  # the pool process only: the worker lives on
             os.kill(pid, signal.SIGKILL)
