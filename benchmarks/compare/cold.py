@@ -476,6 +476,7 @@ def cold_figures(*, store: ColdStore, operations: int, rng: random.Random) -> li
     floor = results[-1].p50_ms
     for figures in results:
         figures.ratio_to_floor = round(figures.p50_ms / floor, 2) if floor else None
+        figures.floor = results[-1].system
     return results
 
 

@@ -31,6 +31,7 @@ class Figures:
     redis_calls: float | None = None  # round trips per operation
     sql_queries: float | None = None  # statements per operation
     ratio_to_floor: float | None = None  # p50 / the floor's p50 (below 1 is faster than the floor)
+    floor: str | None = None  # the system ratio_to_floor is to, where the table names it
     notes: dict[str, Any] = field(default_factory=dict)
 
 

@@ -5,23 +5,34 @@
 * ``LangChain Redis``: langchain-community's ``RedisChatMessageHistory`` (``add_message``, ``messages[-50:]``);
 * ``LangChain Postgres``: langchain-postgres's ``PostgresChatMessageHistory`` (the same, on its own table);
 * ``redis floor``: redis-py ``RPUSH`` of the message JSON, ``LRANGE -50 -1`` and JSON decoding;
-* ``postgres floor``: psycopg ``INSERT`` of a row and an indexed ``SELECT ... ORDER BY seq DESC LIMIT 50``.
+* ``postgres floor``: psycopg ``INSERT`` of a row and an indexed ``SELECT ... ORDER BY seq DESC LIMIT 50``;
+* ``durable floor`` (appends only): the floor of the service's durable append, done directly with the
+  libraries the service uses: one Redis script round trip (``EVALSHA`` of a script registered once with
+  redis-py: ``HINCRBY`` of the conversation's last seq, ``HSET`` of the message JSON under its id) and one
+  persistent message (``delivery_mode=2``) published with kombu on py-amqp to a durable queue of the
+  service's queue type (``<MEMORY_QUEUE>-durable-floor``), waiting for RabbitMQ's publisher confirm.
 
-Every system keeps one client per thread where its library wants that (psycopg connections), and
-shares one where the library is thread-safe (redis-py pools), as an application would.
+Every system keeps one client per thread where its library wants that (psycopg connections, py-amqp
+connections: the durable floor keeps a pool of them, one per publishing thread at a time, opened before
+it is timed), and shares one where the library is thread-safe (redis-py pools), as an application would.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import queue
 import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import kombu
 import psycopg
 import redis
 from django.conf import settings
+from kombu.entity import PERSISTENT_DELIVERY_MODE
 from langchain_community.chat_message_histories import RedisChatMessageHistory
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -52,6 +63,7 @@ def langchain_message(message: dict[str, str]) -> BaseMessage:
 
 class System:
     name = ""
+    reads = True  # stores conversations and reads their windows; False: measured on appends only
 
     def fill(self, conversation_id: str, messages: list[dict[str, str]]) -> None:
         raise NotImplementedError
@@ -102,6 +114,98 @@ class RedisFloor(System):
 
     def close(self) -> None:
         self.client.close()
+
+
+# The Redis half of a durable append at its least: one script round trip that hands out the next seq of
+# the conversation and stores the message JSON (with that seq) under its id, as RESERVE does.
+# KEYS: state, messages   ARGV: id, JSON of the message without its opening brace.   Returns the seq.
+DURABLE_FLOOR_SCRIPT = """
+local seq = redis.call('HINCRBY', KEYS[1], 'last_seq', 1)
+redis.call('HSET', KEYS[2], ARGV[1], '{"seq":' .. seq .. ',' .. ARGV[2])
+return seq
+"""
+
+
+class _Publishers:
+    """Broker connections, each with a producer on a confirming channel (``confirm_publish``), lent to
+    one thread at a time (a py-amqp connection is not thread-safe), as Celery's producer pool lends
+    them to the service. ``size`` are opened at once, so that no timed append opens one."""
+
+    def __init__(self, queue_name: str, *, size: int) -> None:
+        self.queue_name = queue_name
+        self.idle: queue.LifoQueue[kombu.Producer] = queue.LifoQueue()
+        self.opened: list[kombu.Connection] = []
+        self.lock = threading.Lock()
+        for _ in range(size):
+            self.idle.put(self._open())
+
+    def _open(self) -> kombu.Producer:
+        connection = kombu.Connection(
+            settings.CELERY_BROKER_URL,
+            transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS,
+            connect_timeout=settings.CELERY_BROKER_CONNECTION_TIMEOUT,
+        )
+        with self.lock:
+            self.opened.append(connection)
+        return kombu.Producer(connection.channel(), routing_key=self.queue_name, serializer="json")  # the default exchange
+
+    @contextmanager
+    def acquire(self) -> Iterator[kombu.Producer]:
+        try:
+            producer = self.idle.get_nowait()
+        except queue.Empty:
+            producer = self._open()
+        yield producer  # a producer whose publish failed is not lent again
+        self.idle.put(producer)
+
+    def close(self) -> None:
+        for connection in self.opened:
+            connection.release()
+
+
+class DurableAppendFloor(System):
+    """The least a durable append can cost: one Redis script round trip, then one persistent message
+    confirmed by RabbitMQ, with redis-py and kombu/py-amqp as the service uses them, and nothing else."""
+
+    name = "durable floor"
+    reads = False
+    prefix = "durable-floor:"
+
+    def __init__(self, url: str, *, connections: int = 1) -> None:
+        self.client = redis.Redis.from_url(url)
+        self.script = self.client.register_script(DURABLE_FLOOR_SCRIPT)
+        self.queue_name = f"{settings.MEMORY_QUEUE}-durable-floor"
+        self.confirm_timeout = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("confirm_timeout")
+        self.publishers = _Publishers(self.queue_name, size=max(1, connections))
+        arguments = {"x-queue-type": "quorum"} if settings.MEMORY_QUEUE_TYPE == "quorum" else None
+        with self.publishers.acquire() as producer:
+            producer.channel.queue_delete(self.queue_name)  # one of another type, left by an earlier run
+            producer.channel.queue_declare(self.queue_name, durable=True, auto_delete=False, arguments=arguments)
+
+    def fill(self, conversation_id: str, messages: list[dict[str, str]]) -> None:
+        """Nothing to store: this floor is measured on appends only."""
+
+    def append(self, conversation_id: str, message: dict[str, str]) -> None:
+        message_id = uuid.uuid4().hex
+        key = f"{self.prefix}{conversation_id}"
+        seq = self.script(keys=[f"{key}:state", f"{key}:messages"], args=[message_id, json.dumps(message)[1:]])
+        body = {"conversation_id": conversation_id, "id": message_id, "seq": seq, **message}
+        with self.publishers.acquire() as producer:
+            producer.publish(body, delivery_mode=PERSISTENT_DELIVERY_MODE, confirm_timeout=self.confirm_timeout)
+
+    def window(self, conversation_id: str) -> list[Any]:
+        raise NotImplementedError("the durable floor is a floor of appends")
+
+    def close(self) -> None:
+        try:
+            with self.publishers.acquire() as producer:
+                producer.channel.queue_delete(self.queue_name)
+        finally:
+            self.publishers.close()
+            keys = list(self.client.scan_iter(match=f"{self.prefix}*", count=1000))
+            if keys:
+                self.client.delete(*keys)
+            self.client.close()
 
 
 class _PerThreadConnections:

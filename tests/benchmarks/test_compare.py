@@ -13,7 +13,7 @@ from django.conf import settings
 from memoryproject.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parents[2]
-SYSTEMS = {"service", "LangChain Redis", "LangChain Postgres", "redis floor", "postgres floor", "service HTTP"}
+SYSTEMS = {"service", "LangChain Redis", "LangChain Postgres", "redis floor", "postgres floor", "durable floor", "service HTTP"}
 
 
 @pytest.mark.timeout(900)
@@ -37,13 +37,15 @@ def test_a_small_benchmark_run_reports_every_system_and_target(tmp_path):
         timeout=880,
     )
     with celery_app.connection_for_write() as broker:
-        for queue in (env["MEMORY_QUEUE"], env["MEMORY_DERIVED_QUEUE"]):
+        for queue in (env["MEMORY_QUEUE"], env["MEMORY_DERIVED_QUEUE"], f"{env['MEMORY_QUEUE']}-durable-floor"):
             broker.default_channel.queue_delete(queue)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(output.read_text())
     rows = report["figures"]
     assert {row["system"] for row in rows} == SYSTEMS
     assert {row["clients"] for row in rows if row["operation"].startswith("append")} == {1, 4}
+    assert {row["clients"] for row in rows if row["system"] == "durable floor"} == {1, 4}
+    assert all(row["floor"] == "durable floor" for row in rows if row["system"] == "service" and row["operation"] == "append")
     assert any(row["operation"] == "cold window read (cache miss)" for row in rows)
     assert all(row["p50_ms"] > 0 and row["per_second"] > 0 for row in rows)
     assert 0 < report["service"]["cache_hit_rate"] <= 1
