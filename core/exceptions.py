@@ -42,7 +42,7 @@ class ClockSkew(MemoryServiceError):
 
     def __init__(self, *, field: str, message_id: str, ahead_seconds: float, limit_seconds: int) -> None:
         super().__init__(
-            f"{field} ({message_id}) is a UUIDv7 stamped {ahead_seconds:g} s ahead of the service's clock, more than "
+            f"{field} ({message_id}) is a UUIDv7 stamped {ahead_seconds:,.1f} s ahead of the service's clock, more than "
             f"the {limit_seconds} s it accepts; set this client's clock right (NTP), or send a UUIDv4.",
             details={"field": field, "id": message_id, "ahead_seconds": ahead_seconds, "limit_seconds": limit_seconds},
         )

@@ -5,6 +5,7 @@ taken as new without waiting for the round of barriers, while every id that may 
 
 Against the real PostgreSQL, Redis and RabbitMQ; the worker's part is done in place."""
 
+import re
 import time
 import uuid
 from typing import Any
@@ -102,6 +103,7 @@ def test_the_api_answers_clock_skew_naming_the_id(api, no_worker):
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "clock_skew"
+    assert re.search(r"stamped 3,[56]\d\d\.\d s ahead of the service's clock, more than the 10 s", error["message"])
     assert error["details"]["field"] == "id"
     assert error["details"]["id"] == ahead
     assert api.get("/api/v1/conversations/c1/window/").status_code == 404  # not even begun
