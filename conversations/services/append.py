@@ -36,11 +36,11 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from conversations import cache, metrics, tokens
-from conversations.models import CacheRepair, Message
+from conversations.models import CacheRepair
 from conversations.services import message_ids, publish
 from conversations.services.ledger import ledger_recorded, ledger_vouches_new
 from conversations.services.lifecycle import conversation_ensure
-from conversations.services.messages import MESSAGE_COLUMNS, _same_message, message_from_values
+from conversations.services.messages import _same_message, stored_messages
 from conversations.services.persist import _persist_key, _persist_outcome, _persist_rows
 from conversations.services.publish import PublishIndeterminate, _persist_payload, _publish_persist, _task
 from conversations.services.rebuild import cache_rebuild
@@ -345,12 +345,7 @@ def _look_up_unknown(*, tenant: Tenant, conversation_id: str, ids: list[str], le
 
 def _stored_messages(*, tenant: Tenant, conversation_id: str, message_ids: list[str]) -> dict[str, dict[str, Any]]:
     """This conversation's rows with these ids, by id. Raises DatabaseError."""
-    rows = (
-        Message.objects.for_tenant(tenant)
-        .filter(conversation__conversation_id=conversation_id, message_id__in=message_ids)
-        .values(*MESSAGE_COLUMNS)
-    )
-    return {str(values["message_id"]): message_from_values(values) for values in rows}
+    return stored_messages(tenant=tenant, conversation_id=conversation_id, message_ids=message_ids)
 
 
 def _append_through_database(

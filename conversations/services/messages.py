@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import structlog
 from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from conversations.models import Message
@@ -55,17 +56,21 @@ def message_to_dict(message: Message) -> dict[str, Any]:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-CONVERSATION_MESSAGES_SQL = """
+_MESSAGE_ROWS_SQL = """
     SELECT message_id::text, seq, role, content, metadata::text, (extract(epoch FROM created_at) * 1000000)::bigint,
         token_count
     FROM conversation_messages
     WHERE tenant_id = %s
         AND conversation_id = (
             SELECT id FROM conversation_memories WHERE tenant_id = %s AND conversation_id = %s LIMIT 1
-        ){filters}
+        )"""
+CONVERSATION_MESSAGES_SQL = (
+    _MESSAGE_ROWS_SQL
+    + """{filters}
     ORDER BY seq DESC
     LIMIT %s
 """
+)
 
 
 def conversation_messages(
@@ -96,18 +101,40 @@ def conversation_messages(
     # The primary, or the replica inside a cold window's stale read (core/replica.py).
     rows = _fetch_prepared(read_connection(), CONVERSATION_MESSAGES_SQL.format(filters=filters), parameters)
     rows.reverse()
-    return [
-        {
-            "id": message_id,
-            "seq": seq,
-            "role": message_role,
-            "content": content,
-            "metadata": {} if metadata == "{}" else json.loads(metadata),
-            "created_at": (_EPOCH + timedelta(microseconds=created_at)).isoformat(),
-            "token_count": token_count,
-        }
-        for message_id, seq, message_role, content, metadata, created_at, token_count in rows
-    ]
+    return [_row_message(row) for row in rows]
+
+
+# A conversation's messages with these ids, archived or not: the write path's lookup of client ids the
+# ledger does not hold, on every append that brings new ones. Constant and prepared, as the window's.
+STORED_MESSAGES_SQL = (
+    _MESSAGE_ROWS_SQL
+    + """
+        AND message_id = ANY(%s::uuid[])
+"""
+)
+
+
+def stored_messages(*, tenant: Tenant, conversation_id: str, message_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """This conversation's rows with these ids, by id, in the shape of ``message_from_values``; read
+    from the primary (never a replica: whether an id is stored decides whether it is stored again).
+    Raises DatabaseError."""
+    rows = _fetch_prepared(
+        connections[DEFAULT_DB_ALIAS], STORED_MESSAGES_SQL, [tenant.pk, tenant.pk, conversation_id, message_ids]
+    )
+    return {row[0]: _row_message(row) for row in rows}
+
+
+def _row_message(row: tuple[Any, ...]) -> dict[str, Any]:
+    message_id, seq, role, content, metadata, created_at, token_count = row
+    return {
+        "id": message_id,
+        "seq": seq,
+        "role": role,
+        "content": content,
+        "metadata": {} if metadata == "{}" else json.loads(metadata),
+        "created_at": (_EPOCH + timedelta(microseconds=created_at)).isoformat(),
+        "token_count": token_count,
+    }
 
 
 _PREPARE_THRESHOLD = 5  # psycopg's default: a statement run this many times on a connection is prepared

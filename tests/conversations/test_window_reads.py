@@ -4,6 +4,7 @@ statement) and the window built from them: the same messages, in the same JSON s
 from PostgreSQL with Redis down; and never a row of another tenant.
 """
 
+import uuid
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from conversations import cache, selectors, services
 from conversations.models import Conversation, Message
+from tests.factories import TenantFactory
 from tests.interleavings import append, drop_list, ids
 
 EAST = timezone(timedelta(hours=5, minutes=30))
@@ -66,6 +68,23 @@ def test_the_rows_of_a_window_are_the_orm_messages_in_the_same_shape_oldest_firs
     assert services.conversation_messages(tenant=tenant, conversation_id="c1", limit=50, include_archived=True) == (
         orm_messages(tenant, "c1")
     )
+
+
+def test_the_write_paths_lookup_by_id_answers_the_orm_messages_archived_or_not_of_that_conversation_only(tenant, varied):
+    from conversations.services.messages import stored_messages
+
+    expected = {message["id"]: message for message in orm_messages(tenant, "c1")}
+    other = stored_conversation(tenant, "c2", [{"seq": 1}])
+    other_id = str(Message.objects.for_tenant(tenant).get(conversation=other).message_id)
+
+    found = stored_messages(tenant=tenant, conversation_id="c1", message_ids=[*expected, other_id, str(uuid.uuid4())])
+
+    assert found == expected  # every field in the same shape, the archived one too; c2's id is not c1's
+    assert stored_messages(tenant=tenant, conversation_id="unknown", message_ids=list(expected)) == {}
+    stranger = TenantFactory(slug="stranger")
+    stored_conversation(stranger, "c1", [{"seq": 1}])
+    assert stored_messages(tenant=stranger, conversation_id="c1", message_ids=list(expected)) == {}  # acme's ids
+    assert stored_messages(tenant=tenant, conversation_id="c1", message_ids=[]) == {}
 
 
 def test_the_rows_of_a_window_are_the_newest_limit_of_those_the_filters_match(tenant, varied):
