@@ -38,6 +38,8 @@ from typing import Any
 
 import httpx
 
+from memory_client.http import uuid7
+
 READ_LIMIT = 50
 # Seconds a patient client waits for an answer before it counts the attempt as unknown: longer than
 # the service's broker confirm timeout (5 s), so that the answer to a publish whose confirm was lost
@@ -270,11 +272,7 @@ class Client(threading.Thread):
     def _new_id(self) -> str:
         """A client's message id: a UUIDv7 (the ids the docs advise, told new sooner after a Redis
         loss) or, with ``--ids uuid4``, a UUIDv4."""
-        if self.ids == "uuid4":
-            return str(uuid.uuid4())
-        value = (time.time_ns() // 1_000_000) << 80 | self.rng.getrandbits(80)
-        value = value & ~(0xF << 76) | 0x7 << 76
-        return str(uuid.UUID(int=value & ~(0x3 << 62) | 0x2 << 62))
+        return str(uuid.uuid4()) if self.ids == "uuid4" else uuid7()
 
     def _resend(self, http: httpx.Client) -> None:
         """An append acknowledged a while ago, again, as it was: preferably one a fault has passed since."""

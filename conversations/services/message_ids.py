@@ -31,9 +31,10 @@ _MS_BITS = (1 << 48) - 1
 _RANDOM_BITS = (1 << 80) - 1
 
 
-def new_message_id() -> str:
-    """A new UUIDv7: 48 bits of Unix milliseconds, the version, 74 random bits, the variant."""
-    value = (time.time_ns() // 1_000_000 & _MS_BITS) << 80 | int.from_bytes(os.urandom(10), "big") & _RANDOM_BITS
+def new_message_id(*, at_ms: int | None = None) -> str:
+    """A new UUIDv7: 48 bits of Unix milliseconds (now, or ``at_ms``), the version, 74 random bits, the variant."""
+    ms = time.time_ns() // 1_000_000 if at_ms is None else at_ms
+    value = (ms & _MS_BITS) << 80 | int.from_bytes(os.urandom(10), "big") & _RANDOM_BITS
     value = value & ~(0xF << 76) | 0x7 << 76  # version 7
     value = value & ~(0x3 << 62) | 0x2 << 62  # the RFC's variant (0b10)
     return str(uuid.UUID(int=value))

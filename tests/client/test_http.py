@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 import memory_client.http
+from conversations.services import message_ids
 from memory_client import MemoryClient, MemoryServiceError, NotFound
 from memory_client.http import MAX_BATCH
 from memory_client.langgraph import ServiceCheckpointSaver
@@ -138,9 +139,7 @@ def test_the_ids_the_client_makes_are_uuid7(memory: MemoryClient) -> None:
 
 def fast_clock_uuid7() -> str:
     """A UUIDv7 from a clock an hour ahead of the service's."""
-    value = (time.time_ns() // 1_000_000 + 3_600_000) << 80 | uuid.uuid4().int & ((1 << 80) - 1)
-    value = value & ~(0xF << 76) | 0x7 << 76
-    return str(uuid.UUID(int=value & ~(0x3 << 62) | 0x2 << 62))
+    return message_ids.new_message_id(at_ms=time.time_ns() // 1_000_000 + 3_600_000)
 
 
 def test_a_client_whose_clock_is_ahead_falls_back_to_uuid4_ids(memory: MemoryClient, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,9 +24,7 @@ from tests.conversations.test_acknowledged import append, barriers_queued, resta
 
 def uuid7_at(ms: int) -> str:
     """A UUIDv7 stamped ``ms`` (Unix milliseconds)."""
-    value = ms << 80 | uuid.uuid4().int & ((1 << 80) - 1)
-    value = value & ~(0xF << 76) | 0x7 << 76
-    return str(uuid.UUID(int=value & ~(0x3 << 62) | 0x2 << 62))
+    return message_ids.new_message_id(at_ms=ms)
 
 
 def now_ms() -> int:
