@@ -90,11 +90,15 @@ class ConversationKeys:
 
     @classmethod
     def of(cls, tenant_slug: str, conversation_id: str) -> "ConversationKeys":
+        prefix = _prefix(tenant_slug, conversation_id)
         return cls(
-            **{
-                name: key(tenant_slug, conversation_id, name)
-                for name in ("state", "messages", "pending", "lock", "rebuild", "memory", "reserved")
-            }
+            state=f"{prefix}:state",
+            messages=f"{prefix}:messages",
+            pending=f"{prefix}:pending",
+            lock=f"{prefix}:lock",
+            rebuild=f"{prefix}:rebuild",
+            memory=f"{prefix}:memory",
+            reserved=f"{prefix}:reserved",
         )
 
 
@@ -111,12 +115,18 @@ def erase_floor_key(tenant_slug: str, conversation_id: str) -> str:
     seen after it. They matter for the seconds a worker's settle may trail an erase; what is stored
     stays guarded by the PostgreSQL tombstones, which are found under every secret.
     """
-    secret = tombstone_secrets()[0]
-    mac = hmac.new(f"memory-service erase floors:{secret}".encode(), conversation_id.encode(), hashlib.sha256).hexdigest()
+    mac = _erase_floor_mac(tombstone_secrets()[0], conversation_id)
     if settings.MEMORY_REDIS_HASH_TAGS:
         slot = redis.crc.key_slot(_prefix(tenant_slug, conversation_id).encode())
         return "{" + slot_tag(slot) + "}" + f":{tenant_slug}:erased:{mac}"
     return f"{tenant_slug}:erased:{mac}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _erase_floor_mac(secret: str, conversation_id: str) -> str:
+    """Every append reads its conversation's erase floor: the HMAC of its id, kept for the conversations
+    written to most recently (under the secret it was made with, so a rotation makes new ones)."""
+    return hmac.new(f"memory-service erase floors:{secret}".encode(), conversation_id.encode(), hashlib.sha256).hexdigest()
 
 
 @functools.cache

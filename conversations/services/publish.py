@@ -263,7 +263,7 @@ def _send_task(task: Any, args: list[Any]) -> None:
     """Publish the message ``apply_async`` would, built by Celery's own builder (``as_task_v2``),
     without the routing and signal machinery around it: a quarter of what an append spends publishing.
 
-    Persistent, on the durable queue (declared once per channel), confirmed by the broker before
+    Persistent, on the durable queue (declared once per connection), confirmed by the broker before
     this returns. The first attempt does not retry: a pooled connection the broker dropped (a
     restart) is retried as ``apply_async`` would, reconnecting under ``CELERY_TASK_PUBLISH_RETRY_POLICY``.
     A failure after the message was written raises ``_Indeterminate`` (the broker may hold it).
@@ -280,7 +280,6 @@ def _send_task(task: Any, args: list[Any]) -> None:
         routing_key=queue.name,
         serializer="json",
         delivery_mode=PERSISTENT_DELIVERY_MODE,
-        declare=[queue],
         headers=headers,
         **properties,
     )
@@ -293,8 +292,11 @@ def _send_task(task: Any, args: list[Any]) -> None:
     with app.producer_or_acquire() as producer:
         connection = producer.connection
         sent = False
+        # The queue is declared once per connection: kombu keeps what it declared, and forgets it when
+        # the connection is lost. Asking kombu each time costs a copy of the queue bound to the channel.
+        declared = hash(queue) in (connection.declared_entities or ())
         try:
-            producer.publish(body, retry=False, **options)
+            producer.publish(body, retry=False, declare=[] if declared else [queue], **options)
             return
         except connection.recoverable_connection_errors + connection.recoverable_channel_errors as error:
             sent = _sent(error)
@@ -303,7 +305,7 @@ def _send_task(task: Any, args: list[Any]) -> None:
                 raise _Indeterminate() from error
             raise
         try:
-            producer.publish(body, retry=True, retry_policy=app.conf.task_publish_retry_policy, **options)
+            producer.publish(body, retry=True, retry_policy=app.conf.task_publish_retry_policy, declare=[queue], **options)
         except Exception as error:
             if sent or _sent(error):
                 raise _Indeterminate() from error

@@ -14,8 +14,9 @@ import pytest
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
+from kombu import Queue
 
-from conversations import tasks
+from conversations import services, tasks
 from conversations.models import Message
 from memoryproject.celery import EXIT_CONFIGURATION
 from memoryproject.celery import app as celery_app
@@ -151,3 +152,35 @@ def test_an_append_meeting_a_queue_of_the_other_type_is_refused_and_nothing_is_k
     assert ready(classic_queue) == 3
     assert not Message.objects.for_tenant(tenant).exists()
     assert api.get("/api/v1/conversations/mismatch/messages/").json().get("messages", []) == []
+
+
+def test_an_append_declares_the_write_queue_once_per_broker_connection(tenant, monkeypatch):
+    """The write queue is declared on a connection's first publish and not again on the next ones; a
+    connection the broker dropped (closed under the pool, as by a broker restart) declares it again when
+    it reconnects, so a queue the broker lost is there before the next message is published to it."""
+    declared: list[str] = []
+    declare = Queue.declare
+
+    def counted(self, *args, **kwargs):
+        declared.append(self.name)
+        return declare(self, *args, **kwargs)
+
+    monkeypatch.setattr(Queue, "declare", counted)
+
+    def drop_connection() -> None:
+        with celery_app.producer_or_acquire() as producer:
+            producer.connection.close()
+
+    def append(number: int) -> None:
+        services.message_append(tenant=tenant, conversation_id=f"declared-{number}", messages=[{"role": "user", "content": "hi"}])
+
+    drop_connection()
+    append(1)
+    append(2)
+    append(3)
+    assert declared.count(settings.MEMORY_QUEUE) == 1
+    drop_connection()
+    append(4)
+    assert declared.count(settings.MEMORY_QUEUE) == 2
+    assert Message.objects.for_tenant(tenant).count() == 0  # nothing persisted yet: the four are queued
+    assert ready(settings.MEMORY_QUEUE) >= 4
