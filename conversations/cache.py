@@ -878,7 +878,14 @@ class WindowMiss:
     locked: bool
 
 
-def window(*, tenant_slug: str, conversation_id: str, count: int) -> CachedWindow | None:
+def window_command(*, tenant_slug: str, conversation_id: str, count: int) -> tuple[Any, ...]:
+    """The one command ``window`` sends: an ``LRANGE`` of the newest ``count`` messages and one more."""
+    return ("LRANGE", f"{_prefix(tenant_slug, conversation_id)}:messages", -count - 1, -1)
+
+
+def window(
+    *, tenant_slug: str, conversation_id: str, count: int, answered: dict[tuple[Any, ...], Any] | None = None
+) -> CachedWindow | None:
     """The newest ``count`` cached messages, oldest first; None on a miss.
 
     One ``LRANGE`` of one element more than asked for: it either reaches the header (the list holds
@@ -889,17 +896,24 @@ def window(*, tenant_slug: str, conversation_id: str, count: int) -> CachedWindo
     LINDEX and LRANGE either: 0.04 ms against 0.07 ms."""
     if count < 1:
         raise ValueError(f"A window holds at least one message; count={count}.")
-    elements = call("window", tenant_slug, client().lrange, f"{_prefix(tenant_slug, conversation_id)}:messages", -count - 1, -1)
+    command = window_command(tenant_slug=tenant_slug, conversation_id=conversation_id, count=count)
+    if answered is not None and command in answered:  # read already, with the API key's record
+        elements = answered[command]
+    else:
+        elements = call("window", tenant_slug, client().lrange, *command[1:])
     if not elements:
         return None
     first = elements[0]
     return CachedWindow(complete=is_header(first) and b'"complete":true' in first, elements=elements[1:])
 
 
-def window_or_rebuild_lock(*, tenant_slug: str, conversation_id: str, count: int, token: str) -> CachedWindow | WindowMiss:
+def window_or_rebuild_lock(
+    *, tenant_slug: str, conversation_id: str, count: int, token: str, answered: dict[tuple[Any, ...], Any] | None = None
+) -> CachedWindow | WindowMiss:
     """The newest ``count`` cached messages, oldest first; on a miss, in one more round trip, the
-    rebuild lock taken with ``token`` (unless another reader holds it) and the rebuild's snapshot."""
-    cached = window(tenant_slug=tenant_slug, conversation_id=conversation_id, count=count)
+    rebuild lock taken with ``token`` (unless another reader holds it) and the rebuild's snapshot.
+    ``answered`` may hold the answer to ``window_command`` already (``tenants.piggyback``)."""
+    cached = window(tenant_slug=tenant_slug, conversation_id=conversation_id, count=count, answered=answered)
     if cached is not None:
         return cached
     prefix = _prefix(tenant_slug, conversation_id)

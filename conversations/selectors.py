@@ -86,14 +86,27 @@ class Window:
         return self._messages
 
 
-def conversation_window(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> Window:
+def window_reads(*, tenant: Tenant, conversation_id: str, query: WindowQuery) -> list[tuple[Any, ...]]:
+    """The Redis read ``conversation_window`` begins with, when it begins with one (an unfiltered
+    window of the cache): the read an API request may have sent with its key's (``tenants.piggyback``)."""
+    if query.include_archived or query.filtered:
+        return []
+    return [cache.window_command(tenant_slug=tenant.slug, conversation_id=conversation_id, count=query.skip + query.limit)]
+
+
+def conversation_window(
+    *, tenant: Tenant, conversation_id: str, query: WindowQuery, answered: dict[tuple[Any, ...], Any] | None = None
+) -> Window:
+    """The page ``query`` asks for; ``answered`` may hold the answer to ``window_reads`` already."""
     if query.include_archived:
         return _window_from_database(tenant=tenant, conversation_id=conversation_id, query=query, with_pending=True)
     filtered = query.filtered
     wanted = settings.MEMORY_CACHE_LIST_LIMIT + 1 if filtered else query.skip + query.limit
     token = secrets.token_hex(16)
     try:
-        found = cache.window_or_rebuild_lock(tenant_slug=tenant.slug, conversation_id=conversation_id, count=wanted, token=token)
+        found = cache.window_or_rebuild_lock(
+            tenant_slug=tenant.slug, conversation_id=conversation_id, count=wanted, token=token, answered=answered
+        )
     except cache.CacheUnavailable:
         metrics.track_cache(tenant=tenant.slug, data_type="messages", hit=None)
         fallbacks.labels(kind="read_without_cache").inc()

@@ -38,7 +38,9 @@ from rest_framework import authentication, exceptions, permissions
 from rest_framework_api_key.permissions import KeyParser
 
 from core.metrics import fallbacks
-from tenants import throttling
+from core.redis_client import client as redis_client
+from core.redis_client import clustered
+from tenants import piggyback, throttling
 from tenants.models import Tenant, TenantApiKey
 from tenants.services import auth_cache_key
 
@@ -77,7 +79,7 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         if not prefix.isalnum():  # generated prefixes are letters and digits: anything else names no key
             self._refuse(request, "The API key is not valid.")
         guessed = throttling.guessed_window(prefix)
-        record, count, reachable = self._cached(prefix, guessed)
+        record, count, reachable = self._cached(request, prefix, guessed)
         try:
             record = self._verified(request, key, prefix, record, cache_reachable=reachable)
             tenant = self._check(request, prefix, record)
@@ -142,12 +144,24 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         tenant._state.db = "default"
         return tenant
 
-    def _cached(self, prefix: str, guessed: throttling.Window | None) -> tuple[dict[str, Any] | None, int | None, bool]:
+    def _cached(
+        self, request: Any, prefix: str, guessed: throttling.Window | None
+    ) -> tuple[dict[str, Any] | None, int | None, bool]:
         """The key's cached record, if any; with a guessed throttle window, the window's count after
-        counting this request in the same round trip; and whether Redis answered."""
+        counting this request in the same round trip; and whether Redis answered. The view's first
+        reads travel in that round trip too when the key's tenant can be guessed (``piggyback``)."""
         cache_key = auth_cache_key(prefix)
         count = None
         try:
+            tenant = throttling.guessed_tenant(prefix)
+            reads = piggyback.requested(request, tenant) if tenant is not None and not clustered(redis_client()) else []
+            if reads:
+                assert tenant is not None
+                raw, count, answers = throttling.auth_record_with_reads(
+                    record_key=cache.make_key(cache_key), tenant_slug=tenant.slug, window=guessed, reads=reads
+                )
+                piggyback.keep(request, tenant_slug=tenant.slug, commands=reads, answers=answers)
+                return (cache.client.decode(raw) if raw is not None else None), count, True
             if guessed is None:
                 return cache.get(cache_key), None, True
             raw, count = throttling.auth_record_counted(

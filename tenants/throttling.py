@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 import structlog
 from django.conf import settings
 from django.db import DatabaseError
@@ -86,6 +87,35 @@ def auth_record_counted(*, record_key: str, tenant_slug: str, throttle_key: str,
         return record, throttle_count(tenant_slug=tenant_slug, key=throttle_key, ttl=ttl)
     record, count = call("auth_throttle", tenant_slug, _scripts.auth_record_counted, keys=[record_key, throttle_key], args=[ttl])
     return record, int(count)
+
+
+def auth_record_with_reads(
+    *, record_key: str, tenant_slug: str, window: "Window | None", reads: list[tuple[Any, ...]]
+) -> tuple[bytes | None, int | None, list[Any]]:
+    """The key's cached record, the request counted in ``window`` (when throttling is on) and the
+    answers to ``reads`` (``tenants.piggyback``): one pipeline, one round trip. An answer that failed
+    is the error itself. Not on Redis Cluster (the keys live in different slots): the caller asks
+    there ``auth_record_counted`` alone."""
+    pipeline = client().pipeline(transaction=False)
+    if window is not None:
+        script = _scripts.auth_record_counted
+        pipeline.evalsha(script.sha, 2, record_key, window.key, window.length + 1)
+    else:
+        pipeline.get(record_key)
+    for command in reads:
+        pipeline.execute_command(*command)
+    first, *answers = call("auth_throttle", tenant_slug, pipeline.execute, raise_on_error=False)
+    if isinstance(first, redis.exceptions.NoScriptError) and window is not None:  # Redis restarted empty
+        record, count = auth_record_counted(
+            record_key=record_key, tenant_slug=tenant_slug, throttle_key=window.key, ttl=window.length + 1
+        )
+        return record, count, [first] * len(reads)
+    if isinstance(first, Exception):
+        raise CacheUnavailable(f"auth_throttle: {first}")
+    if window is None:
+        return first, None, answers
+    record, count = first
+    return record, int(count), answers
 
 
 def throttle_uncount(*, tenant_slug: str, key: str) -> None:
@@ -149,9 +179,14 @@ def window_now(tenant: Tenant) -> Window | None:
     return Window(tenant_slug=tenant.slug, key=key, length=length, number=number)
 
 
+def guessed_tenant(prefix: str) -> Tenant | None:
+    """The tenant this key belonged to on its last request in this process, if any."""
+    return _tenants_by_prefix.get(prefix)
+
+
 def guessed_window(prefix: str) -> Window | None:
     """The window this key's request would count in, if the key is still its last tenant's."""
-    tenant = _tenants_by_prefix.get(prefix)
+    tenant = guessed_tenant(prefix)
     return window_now(tenant) if tenant is not None else None
 
 

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from conversations import content_parts, selectors, services
 from conversations.api import parsers, renderers, serializers
 from core.exceptions import NotFound
-from tenants import authentication
+from tenants import authentication, piggyback
 from tenants.models import Tenant
 
 
@@ -193,25 +193,37 @@ class MemoryView(TenantAPIView):
         return Response(document)
 
 
+def _window_query(request: Request, tenant: Tenant) -> selectors.WindowQuery:
+    values = serializers.window_query_values(request.query_params)
+    return selectors.WindowQuery(
+        limit=values.get("limit") or tenant.setting("MEMORY_HISTORY_LIMIT"),
+        skip=values["skip"],
+        role=values.get("role"),
+        start_date=values.get("start_date"),
+        end_date=values.get("end_date"),
+        include_archived=values["include_archived"],
+    )
+
+
 class MessageListView(TenantAPIView):
+    def redis_reads(self, request: Request, tenant: Tenant) -> list[tuple[Any, ...]]:
+        """A GET's window read, sent with the API key's round trip (``tenants.piggyback``)."""
+        if request.method != "GET":
+            return []
+        conversation_id = _conversation_id(request.parser_context["kwargs"]["conversation_id"])
+        return selectors.window_reads(tenant=tenant, conversation_id=conversation_id, query=_window_query(request, tenant))
+
     @extend_schema(
         operation_id="conversations_messages_window",
         parameters=[serializers.WindowQuerySerializer],
         responses=serializers.WindowOutSerializer,
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        values = serializers.window_query_values(request.query_params)
         window = selectors.conversation_window(
             tenant=self.tenant,
             conversation_id=_conversation_id(conversation_id),
-            query=selectors.WindowQuery(
-                limit=values.get("limit") or self.tenant.setting("MEMORY_HISTORY_LIMIT"),
-                skip=values["skip"],
-                role=values.get("role"),
-                start_date=values.get("start_date"),
-                end_date=values.get("end_date"),
-                include_archived=values["include_archived"],
-            ),
+            query=_window_query(request, self.tenant),
+            answered=piggyback.answers(request, self.tenant),
         )
         if window.elements is not None:
             return Response(_window_json(conversation_id, window.elements, source=window.source))
