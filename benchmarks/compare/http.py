@@ -319,9 +319,12 @@ def report_failures(load: Load, *, label: str) -> None:
 # --- In-process counts and profile ---------------------------------------------------------------
 
 
-def in_process_counts(*, key: str, path: str, body: bytes | None, count: int = COUNTED_REQUESTS) -> tuple[float, float]:
+def in_process_counts(
+    *, key: str, path: str, body: bytes | None, count: int = COUNTED_REQUESTS, method: str = "POST"
+) -> tuple[float, float]:
     """Redis round trips and SQL statements per request through ``django.test.Client``, with the
-    throttle on as gunicorn runs it (its count is one of the round trips)."""
+    throttle on as gunicorn runs it (its count is one of the round trips). A request without a body
+    is a GET; one with a body is sent with ``method``."""
     from django.test import Client, override_settings
 
     client = Client(HTTP_AUTHORIZATION=f"Api-Key {key}")
@@ -329,7 +332,7 @@ def in_process_counts(*, key: str, path: str, body: bytes | None, count: int = C
     def send() -> int:
         if body is None:
             return client.get(path).status_code
-        return client.post(path, data=body, content_type="application/json").status_code
+        return client.generic(method, path, data=body, content_type="application/json").status_code
 
     with override_settings(MEMORY_RATE_LIMIT=RATE_LIMIT):
         send()  # the first request of a key caches its record and reads the tenant: not the steady state
@@ -375,7 +378,7 @@ def request_profile(*, key: str, conversations: list[str], count: int, rng: rand
 
 def profile_table(profiler: cProfile.Profile, *, requests: int, top: int) -> str:
     """The functions with the most own time, and the project's functions by cumulative time, per request."""
-    root = str(Path(__file__).resolve().parent.parent) + os.sep
+    root = str(Path(__file__).resolve().parents[2]) + os.sep  # the repository
 
     def where(path: str, line: int, name: str) -> str:
         if "site-packages" in path:
@@ -504,7 +507,10 @@ async def _load_phases(
     rng: random.Random,
     clients: tuple[int, ...],
 ) -> HttpResults:
-    connector = aiohttp.TCPConnector(limit=max(clients) * 2, limit_per_host=max(clients) * 2)
+    # Idle connections are dropped after 1 s, before gunicorn's keep-alive (2 s) closes them: a request
+    # sent on a connection the server is closing at that moment fails (ClientOSError), as between a
+    # warm-up and the timed requests that wait for the worker to be quiet.
+    connector = aiohttp.TCPConnector(limit=max(clients) * 2, limit_per_host=max(clients) * 2, keepalive_timeout=1.0)
     headers = {"Authorization": f"Api-Key {key}", "Content-Type": "application/json"}
     figures: list[Figures] = []
     all_lags: list[float] = []
@@ -573,13 +579,13 @@ async def _load_phases(
     )
 
 
-def cpu_seconds(*, web: BenchWebServer, worker: CeleryWorker) -> dict[str, float]:
-    """CPU time so far of gunicorn (master and workers), the Celery worker (with its pool) and this process."""
-    return {
-        "gunicorn": _tree_cpu(web.process.pid),
-        "celery": _tree_cpu(worker.process.pid),
-        "load generator": time.process_time(),
-    }
+def cpu_seconds(*, web: BenchWebServer, worker: CeleryWorker | None) -> dict[str, float]:
+    """CPU time so far of gunicorn (master and workers), the Celery worker (with its pool) when there is
+    one, and this process."""
+    seconds = {"gunicorn": _tree_cpu(web.process.pid)}
+    if worker is not None:
+        seconds["celery"] = _tree_cpu(worker.process.pid)
+    return seconds | {"load generator": time.process_time()}
 
 
 def _tree_cpu(pid: int) -> float:

@@ -1,6 +1,6 @@
 """Timing, concurrency and counting shared by every part of the benchmark.
 
-A figure is one system doing one operation: medians and 99th percentiles of its latencies, its
+A figure is one system doing one operation: medians, 95th and 99th percentiles of its latencies, its
 throughput, and how many Redis round trips and SQL statements one operation costs.
 """
 
@@ -23,9 +23,10 @@ from tqdm import tqdm
 class Figures:
     system: str
     operation: str
-    size: int  # messages in the conversation read or appended to
+    size: int  # messages in the conversation read or appended to (the agent's rows: of the user; store items of the namespace)
     clients: int
     p50_ms: float
+    p95_ms: float
     p99_ms: float
     per_second: float
     redis_calls: float | None = None  # round trips per operation
@@ -51,6 +52,7 @@ def summarise(
         size=size,
         clients=clients,
         p50_ms=round(statistics.median(samples), 3),
+        p95_ms=round(percentile(samples, 0.95), 3),
         p99_ms=round(percentile(samples, 0.99), 3),
         per_second=round(operations / elapsed, 1),
         redis_calls=None if counts is None else round(counts.redis / operations, 2),
