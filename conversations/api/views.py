@@ -194,8 +194,13 @@ class MemoryView(TenantAPIView):
 
 
 def _window_query(request: Request, tenant: Tenant) -> selectors.WindowQuery:
+    """The window the request asks for (its query as ``tenant``'s defaults complete it), read once per
+    request: its piggybacked read and its view ask for it both."""
+    kept: tuple[str, Any, selectors.WindowQuery] | None = getattr(request, "_window_query", None)
+    if kept is not None and kept[:2] == (tenant.slug, tenant.settings):  # a guessed tenant's settings may be older
+        return kept[2]
     values = serializers.window_query_values(request.query_params)
-    return selectors.WindowQuery(
+    query = selectors.WindowQuery(
         limit=values.get("limit") or tenant.setting("MEMORY_HISTORY_LIMIT"),
         skip=values["skip"],
         role=values.get("role"),
@@ -203,6 +208,8 @@ def _window_query(request: Request, tenant: Tenant) -> selectors.WindowQuery:
         end_date=values.get("end_date"),
         include_archived=values["include_archived"],
     )
+    request._window_query = (tenant.slug, tenant.settings, query)
+    return query
 
 
 class MessageListView(TenantAPIView):

@@ -103,3 +103,12 @@ def test_after_redis_forgets_its_scripts_the_read_still_answers(api):
     response = api.get(MESSAGES.format("trip"))
     assert response.status_code == 200
     assert contents(response) == ["first"]
+
+
+def test_a_tenant_setting_changed_since_the_guess_is_the_one_the_read_follows(api, tenant):
+    for number in range(5):
+        append(api, "trip", f"m{number}")
+    assert len(contents(api.get(MESSAGES.format("trip")))) == 5  # the guess holds the settings of now
+    tenant.settings = {**(tenant.settings or {}), "MEMORY_HISTORY_LIMIT": 2}
+    tenant.save()
+    assert contents(api.get(MESSAGES.format("trip"))) == ["m3", "m4"]
