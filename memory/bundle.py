@@ -28,17 +28,18 @@ query).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Any
 
 import structlog
 from django.conf import settings
 from django.db import DatabaseError
-from django.db.models import Q
 
 from conversations import tokens
-from conversations.models import Message
 from core.exceptions import NotFound
+from core.replica import read_connection
 from extraction.selectors import memories_for_context
 from facts.selectors import facts_for_context
 from search.embeddings import EmbeddingModelError, speaker_of
@@ -61,6 +62,19 @@ EXTRACTED_SHARE = 0.25
 RELEVANT_MESSAGES = 100
 WITH_NEIGHBOURS = 10
 SHARE = 0.15
+# The token counts of turns' lines kept in this process (by digest, about 100 bytes each; all dropped
+# when full): the relevant turns of a user come back from one context to the next.
+LINE_COUNTS = 32_768
+_line_counts: dict[bytes, int] = {}
+# The turns beside the best hits, by (conversation, seq): one statement, each place an index lookup
+# (PostgreSQL answers jsonb as text on a raw cursor).
+NEIGHBOURS_SQL = """
+SELECT m.id, m.conversation_id, c.conversation_id, m.seq, m.message_id, m.role, m.content, m.created_at, m.metadata
+FROM unnest(%(conversations)s::text[], %(seqs)s::bigint[]) AS place(conversation_id, seq)
+JOIN conversation_memories AS c ON c.tenant_id = %(tenant)s AND c.conversation_id = place.conversation_id
+JOIN conversation_messages AS m ON m.tenant_id = %(tenant)s AND m.conversation_id = c.id AND m.seq = place.seq
+WHERE m.role IN ('user', 'assistant') AND m.content <> ''
+"""
 # The prompt's truncation limits: (items, characters per item; None = in full).
 LIMITS = {
     "history": (10, 200),
@@ -164,27 +178,29 @@ def _with_neighbours(*, tenant: Tenant, hits: list[dict[str, Any]], filters: Sea
     ``WITH_NEIGHBOURS``, each right after its hit (a neighbour that is a hit itself keeps its own place).
     A neighbour the search filters would not let through stays out."""
     best = hits[:WITH_NEIGHBOURS]
-    wanted = Q()
-    for hit in best:
-        wanted |= Q(conversation__conversation_id=hit["session_id"], seq__in=(hit["seq"] - 1, hit["seq"] + 1))
-    rows = list(
-        Message.objects.for_tenant(tenant)
-        .filter(wanted, role__in=("user", "assistant"))
-        .exclude(content="")
-        .select_related("conversation")
-        .only("message_id", "seq", "role", "content", "created_at", "metadata", "conversation__conversation_id")
-    )
+    places = sorted({(hit["session_id"], seq) for hit in best for seq in (hit["seq"] - 1, hit["seq"] + 1)})
+    with read_connection().cursor() as cursor:
+        cursor.execute(
+            NEIGHBOURS_SQL,
+            {
+                "tenant": tenant.pk,
+                "conversations": [conversation for conversation, _ in places],
+                "seqs": [seq for _, seq in places],
+            },
+        )
+        rows = cursor.fetchall()
     if filters is not None and filters.narrows_messages and rows:
         let_through = set(
             admitted(
                 tenant=tenant,
                 filters=filters,
-                conversation_pks=list({row.conversation_id for row in rows}),
-                keys=[row.pk for row in rows],
+                conversation_pks=list({row[1] for row in rows}),
+                keys=[row[0] for row in rows],
             )
         )
-        rows = [row for row in rows if row.pk in let_through]
-    found = {(row.conversation.conversation_id, row.seq): row for row in rows}
+        rows = [row for row in rows if row[0] in let_through]
+    # (conversation, seq) -> (message id, role, content, created_at, metadata)
+    found = {(row[2], row[3]): row[4:] for row in rows}
     listed = {hit["message_id"] for hit in hits}
     ordered: list[dict[str, Any]] = []
     for index, hit in enumerate(hits):
@@ -193,19 +209,22 @@ def _with_neighbours(*, tenant: Tenant, hits: list[dict[str, Any]], filters: Sea
             continue
         for seq in (hit["seq"] - 1, hit["seq"] + 1):
             row = found.get((hit["session_id"], seq))
-            if row is not None and str(row.message_id) not in listed:
-                listed.add(str(row.message_id))
+            if row is None:
+                continue
+            message_id, role, content, created_at, metadata = row
+            if str(message_id) not in listed:
+                listed.add(str(message_id))
                 ordered.append(
                     {
-                        "role": row.role,
-                        "name": speaker_of(row.role, row.metadata),
-                        "content": row.content,
+                        "role": role,
+                        "name": speaker_of(role, json.loads(metadata) if isinstance(metadata, str) else metadata),
+                        "content": content,
                         "similarity": None,
                         "score": None,
-                        "timestamp": row.created_at.isoformat(),
+                        "timestamp": created_at.isoformat(),
                         "session_id": hit["session_id"],
-                        "message_id": str(row.message_id),
-                        "seq": row.seq,
+                        "message_id": str(message_id),
+                        "seq": seq,
                     }
                 )
     return ordered
@@ -270,14 +289,17 @@ def relevant_context_block(bundle: dict[str, Any], relevant: list[dict[str, Any]
         return "\n\n".join(parts)
 
     text = render(chosen)
+    size = tokens.count(text)  # counted once per text rendered: the whole block is too long for the counts kept
     # Token merges across the joined text can cost a token more than its parts: drop the least relevant.
-    while chosen and tokens.count(text) > max_tokens:
+    while chosen and size > max_tokens:
         chosen = chosen[:-1]
         text = render(chosen)
-    while sections and tokens.count(text) > max_tokens:
+        size = tokens.count(text)
+    while sections and size > max_tokens:
         sections[-1][1].pop()
         sections = [(title, lines) for title, lines in sections if lines]
         text = render(chosen)
+        size = tokens.count(text)
     return text
 
 
@@ -329,7 +351,7 @@ def _messages_within(items: list[dict[str, Any]], budget: int) -> list[dict[str,
     chosen: list[dict[str, Any]] = []
     opened: set[str] = set()
     for item in items:
-        cost = tokens.count(_line(item)) + 2  # its line, a newline, a possible gap marker's share
+        cost = _line_tokens(_line(item)) + 2  # its line, a newline, a possible gap marker's share
         if item["session_id"] not in opened:
             cost += tokens.count(_conversation_heading(item)) + 2
         if used + cost > budget:
@@ -338,6 +360,21 @@ def _messages_within(items: list[dict[str, Any]], budget: int) -> list[dict[str,
         opened.add(item["session_id"])
         used += cost
     return chosen
+
+
+def _line_tokens(line: str) -> int:
+    """``tokens.count`` of a turn's line, kept by the line's digest: most lines are longer than the
+    texts whose counts ``tokens`` keeps, and the same turns come back request after request."""
+    if len(line) <= tokens.SHORT_TEXT:
+        return tokens.count(line)
+    key = hashlib.blake2b(line.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    counted = _line_counts.get(key)
+    if counted is None:
+        counted = tokens.count(line)
+        if len(_line_counts) >= LINE_COUNTS:
+            _line_counts.clear()
+        _line_counts[key] = counted
+    return counted
 
 
 def _line(item: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ that match, and every limit above counts matching messages only.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -49,6 +50,23 @@ from tenants.models import Tenant
 
 MODES = ("hybrid", "semantic", "keyword")
 SCOPES = ("auto", "conversation", "user")
+
+# The scope's conversations (asked on every search, so written as SQL): the one asked from, and the
+# user's, most recently updated first.
+CURRENT_SQL = (
+    "SELECT id, user_id, message_count FROM conversation_memories"
+    " WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s"
+)
+USER_CONVERSATIONS_SQL = (
+    "SELECT id FROM conversation_memories WHERE tenant_id = %(tenant)s AND user_id = %(user)s ORDER BY updated_at DESC"
+)
+
+# The fields of a hit, by message key (PostgreSQL answers jsonb as text on a raw cursor).
+HITS_SQL = """
+SELECT m.id, m.message_id, c.conversation_id, m.seq, m.role, m.content, m.created_at, m.metadata
+FROM conversation_messages AS m JOIN conversation_memories AS c ON c.id = m.conversation_id
+WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(keys)s)
+"""
 
 
 @dataclass(frozen=True)
@@ -244,9 +262,12 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
     conversations = Conversation.objects.for_tenant(tenant)
     current = None
     if conversation_id is not None:
-        current = conversations.filter(conversation_id=conversation_id).values("pk", "user_id", "message_count").first()
-        if current is None:
+        with read_connection().cursor() as cursor:
+            cursor.execute(CURRENT_SQL, {"tenant": tenant.pk, "conversation": conversation_id})
+            found = cursor.fetchone()
+        if found is None:
             raise NotFound(f"Conversation {conversation_id} does not exist.")
+        current = dict(zip(("pk", "user_id", "message_count"), found, strict=True))
         user_id = current["user_id"] if user_id is None else user_id
     current_pk = current["pk"] if current else None
     if current is None:
@@ -262,7 +283,9 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
     if name == "conversation" or not user_id:
         pks = [current_pk] if current_pk else []
     else:
-        pks = list(conversations.filter(user_id=user_id).order_by("-updated_at").values_list("pk", flat=True))
+        with read_connection().cursor() as cursor:
+            cursor.execute(USER_CONVERSATIONS_SQL, {"tenant": tenant.pk, "user": user_id})
+            pks = [pk for (pk,) in cursor.fetchall()]
         if current_pk and current_pk not in pks:
             pks.insert(0, current_pk)
     filters = request.filters
@@ -419,29 +442,27 @@ def _bm25(
 
 
 def _hits(*, tenant: Tenant, ranked: list[ranking.Ranked]) -> list[SearchHit]:
+    """The ranked messages as hits, read as rows: only their fields are needed, not model instances."""
     if not ranked:
         return []
-    rows = {
-        row.pk: row
-        for row in Message.objects.for_tenant(tenant)
-        .filter(pk__in=[item.key for item in ranked])
-        .select_related("conversation")
-        .only("message_id", "seq", "role", "content", "created_at", "metadata", "conversation__conversation_id")
-    }
+    with read_connection().cursor() as cursor:
+        cursor.execute(HITS_SQL, {"tenant": tenant.pk, "keys": [item.key for item in ranked]})
+        rows = {row[0]: row for row in cursor.fetchall()}
     hits = []
     for item in ranked:
         row = rows.get(item.key)
         if row is None:  # erased between ranking and reading
             continue
+        _, message_id, conversation_id, seq, role, content, created_at, metadata = row
         hits.append(
             SearchHit(
-                message_id=str(row.message_id),
-                conversation_id=row.conversation.conversation_id,
-                seq=row.seq,
-                role=row.role,
-                content=row.content,
-                created_at=row.created_at,
-                metadata=row.metadata,
+                message_id=str(message_id),
+                conversation_id=conversation_id,
+                seq=seq,
+                role=role,
+                content=content,
+                created_at=created_at,
+                metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
                 similarity=None if item.similarity is None else round(item.similarity, 6),
                 keyword_score=None if item.keyword_score is None else round(item.keyword_score, 6),
                 score=round(item.score, 6),

@@ -113,3 +113,13 @@ def test_the_list_is_newest_first_and_another_tenants_conversation_is_not_found(
     assert [row.pair_count for row in listed] == [20, 10]
     with pytest.raises(NotFound):
         selectors.summaries_list(tenant=other_tenant, conversation_id="today", limit=20)
+
+
+def test_a_context_reads_its_summaries_in_one_query(tenant, anas_history, django_assert_num_queries):
+    with django_assert_num_queries(1):
+        found = selectors.summaries_for_context(tenant=tenant, conversation_id="today", user_id=None, limit=3)
+    with django_assert_num_queries(1):
+        nothing = selectors.summaries_for_context(tenant=tenant, conversation_id="missing", user_id="nobody")
+
+    assert texts(found) == ["today after 20 pairs", "today after 10 pairs", "yesterday after 10 pairs"]
+    assert nothing == []
