@@ -86,7 +86,10 @@ def test_a_locked_login_answers_with_the_sites_own_header_and_the_lock_in_minute
         browser.get(live_server.url + "/admin/login/")
         wait(browser).until(ec.presence_of_element_located((By.ID, "id_username"))).send_keys(SUPERUSER)
         browser.find_element(By.ID, "id_password").send_keys("not the password")
-        browser.find_element(By.CSS_SELECTOR, "input[type=submit]").click()
+        submit = browser.find_element(By.CSS_SELECTOR, "input[type=submit]")
+        submit.click()
+        # The answer has replaced the form: the next get must not cancel a login still on its way.
+        wait(browser).until(ec.staleness_of(submit))
 
     page = wait(browser).until(ec.visibility_of_element_located((By.ID, "lockout")))
 
