@@ -30,7 +30,7 @@ DPI = 110
 
 # The systems of the side-by-side comparison, in the order the plots show them.
 READ_SYSTEMS = ["service", "redis floor", "postgres floor", "LangChain Redis", "LangChain Postgres"]
-APPEND_SYSTEMS = ["service (durable)", "redis floor", "postgres floor", "LangChain Redis", "LangChain Postgres"]
+APPEND_SYSTEMS = ["service", "durable floor", "redis floor", "postgres floor", "LangChain Redis", "LangChain Postgres"]
 
 
 def _figure(rows: list[dict[str, Any]], *, system: str, operation: str, size: int, clients: int) -> float | None:
