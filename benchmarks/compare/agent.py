@@ -54,7 +54,6 @@ import asyncio
 import cProfile
 import itertools
 import json
-import os
 import random
 import sys
 import time
@@ -651,17 +650,7 @@ def print_results(results: AgentResults, *, user: AgentUser, store: AgentStore) 
         f"embedded with {user.model}; store: {store.items:,} items in {len(store.namespaces)} namespaces ({done})"
     )
     print(results.server)
-    print(
-        "| system | operation | size | clients | p50 ms | p95 ms | p99 ms | req/s | Redis calls | SQL | non-2xx "
-        "| CPU ms/req gunicorn, load generator |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for row in results.figures:
-        cpu = ", ".join(str(value) for value in row.notes.get("cpu_ms_per_request", {}).values())
-        print(
-            f"| {row.system} | {row.operation} | {row.size:,} | {row.clients} | {row.p50_ms} | {row.p95_ms} | {row.p99_ms} | "
-            f"{row.per_second:,.0f} | {row.redis_calls} | {row.sql_queries} | {row.notes.get('non_2xx')} | {cpu} |"
-        )
+    http.print_rows(results.figures, size="size", processes="gunicorn, load generator")
     print("size: the context's, messages of the user; the store's, items of the namespace.")
     print(f"resident memory (MB): {results.rss_mb}")
     print("\n| target | measured | met |\n|---|---|---|")
@@ -682,20 +671,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=int, default=50, help="in-process requests of each kind to profile (0: none)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    missing = [name for name in ("DATABASE_URL", "REDIS_URL", "MEMORY_QUEUE") if not os.environ.get(name)]
-    if missing:
-        raise SystemExit(f"Set {', '.join(missing)} to the benchmark's own database, Redis database and queue.")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.test")
+    from benchmarks.database import standalone_setup
 
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from benchmarks.database import ensure_database
-
-    ensure_database()
-    call_command("migrate", verbosity=0, interactive=False)
+    standalone_setup(embedding_model=None)
     rng = random.Random(1)
     user = agent_user_ensure(messages=options.messages)
     store = agent_store_ensure(tenant=user.tenant)

@@ -655,19 +655,25 @@ def _persisted(*, conversation_ids: list[str], expected: int) -> Callable[[], bo
     return check
 
 
-def print_results(results: HttpResults) -> None:
-    print(f"\n{results.server}")
+def print_rows(rows: list[Figures], *, size: str, processes: str) -> None:
+    """The HTTP rows as a table: ``size`` names what a row's size counts, ``processes`` whose CPU per
+    request its last column gives."""
     print(
-        "| system | operation | messages in conversation | clients | p50 ms | p99 ms | req/s | Redis calls | SQL | non-2xx "
-        "| CPU ms/req gunicorn, celery, load generator |"
+        f"| system | operation | {size} | clients | p50 ms | p95 ms | p99 ms | req/s | Redis calls | SQL | non-2xx "
+        f"| CPU ms/req {processes} |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for row in results.figures:
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for row in rows:
         cpu = ", ".join(str(value) for value in row.notes.get("cpu_ms_per_request", {}).values())
         print(
-            f"| {row.system} | {row.operation} | {row.size:,} | {row.clients} | {row.p50_ms} | {row.p99_ms} | "
+            f"| {row.system} | {row.operation} | {row.size:,} | {row.clients} | {row.p50_ms} | {row.p95_ms} | {row.p99_ms} | "
             f"{row.per_second:,.0f} | {row.redis_calls} | {row.sql_queries} | {row.notes.get('non_2xx')} | {cpu} |"
         )
+
+
+def print_results(results: HttpResults) -> None:
+    print(f"\n{results.server}")
+    print_rows(results.figures, size="messages in conversation", processes="gunicorn, celery, load generator")
     print(f"\npersist lag p50 {results.persist_lag_p50_ms} ms, p99 {results.persist_lag_p99_ms} ms")
     for row in results.figures:
         if "persist_lag_p50_ms" in row.notes:
@@ -708,21 +714,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=int, default=300, help="in-process requests of each kind to profile (0: none)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    missing = [name for name in ("DATABASE_URL", "REDIS_URL", "MEMORY_QUEUE") if not os.environ.get(name)]
-    if missing:
-        raise SystemExit(f"Set {', '.join(missing)} to the benchmark's own database, Redis database and queue.")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.test")
-    os.environ.setdefault("MEMORY_EMBEDDING_MODEL", "")
+    from benchmarks.database import standalone_setup
 
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    from benchmarks.database import ensure_database
-
-    ensure_database()
-    call_command("migrate", verbosity=0, interactive=False)
+    standalone_setup()
     rng = random.Random(1)
     worker = CeleryWorker(env=service_env(log_level="WARNING"), name="bench-http-fill", **WRITE_WORKER)
     worker.start()

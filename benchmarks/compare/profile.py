@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import re
 import shutil
@@ -30,6 +29,8 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.database import standalone_setup
 
 ARTIFACTS = Path("test-artifacts") / "profiles"
 SAMPLES_PER_SECOND = 400
@@ -132,24 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
     parser.add_argument("--top", type=int, default=30, help="functions shown per process")
     options = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    missing = [name for name in ("DATABASE_URL", "REDIS_URL", "MEMORY_QUEUE") if not os.environ.get(name)]
-    if missing:
-        raise SystemExit(f"Set {', '.join(missing)} to the benchmark's own database, Redis database and queue.")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.test")
-    os.environ.setdefault("MEMORY_EMBEDDING_MODEL", "")
-
-    import django
-
-    django.setup()
+    standalone_setup()
     import aiohttp
-    from django.core.management import call_command
 
     from benchmarks.compare import http
-    from benchmarks.database import ensure_database
     from torture.processes import CeleryWorker, wait_until
 
-    ensure_database()
-    call_command("migrate", verbosity=0, interactive=False)
     rng = random.Random(1)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     api_key, key = None, ""
