@@ -3,6 +3,8 @@
 Scoped like every tenant-owned admin (``TenantScopedAdmin``): staff of a tenant see that tenant's
 checkpoints only. Checkpoints are written by agents through the API, so the admin never adds or
 edits one; deleting is allowed to whoever holds the delete permission.
+
+A conversation's page lists its newest checkpoints in its "Derived" panels (``checkpoints_panel``).
 """
 
 import json
@@ -15,7 +17,9 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from checkpoints.models import Checkpoint, CheckpointWrite
-from tenants.admin import TenantScopedAdmin, staff_tenant
+from conversations import derived
+from conversations.models import Conversation
+from tenants.admin import TenantScopedAdmin, shortened, staff_tenant
 
 
 def _pretty_json(value: Any) -> str:
@@ -109,3 +113,58 @@ class CheckpointAdmin(TenantScopedAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
+
+
+# --- The conversation page's panel -------------------------------------------------------------------
+
+
+def checkpoints_panel(conversation: Conversation, request: HttpRequest) -> derived.Panel:
+    """The conversation's newest checkpoints (its agent's graph state at each step, every namespace),
+    each linking to its page with its state and writes."""
+    tenant = conversation.tenant
+    of_conversation = Checkpoint.objects.for_tenant(tenant).filter(conversation=conversation)
+    checkpoints = list(
+        of_conversation.only("id", "tenant_id", "checkpoint_id", "namespace", "parent_id", "created_at").order_by("-id")[
+            : derived.ROWS_SHOWN + 1
+        ]
+    )
+    keep = tenant.setting("MEMORY_MAX_CHECKPOINTS")
+    if not checkpoints:
+        return derived.Panel(
+            title="Checkpoints",
+            figure="0",
+            body=derived.empty(
+                "No checkpoint: an agent's LangGraph checkpointer saves them through the API "
+                f"(POST /api/v1/conversations/{conversation.conversation_id}/checkpoints/); the newest "
+                f"MEMORY_MAX_CHECKPOINTS={keep} of each namespace are kept."
+            ),
+        )
+    shown = checkpoints[: derived.ROWS_SHOWN]
+    total = len(checkpoints) if len(checkpoints) <= derived.ROWS_SHOWN else of_conversation.count()
+    rows = (
+        derived.row(
+            derived.link(derived.change_url(request, checkpoint), shortened(checkpoint.checkpoint_id, 40)),
+            format_html(
+                "{} · {}{}",
+                format_html("namespace <code>{}</code>", checkpoint.namespace) if checkpoint.namespace else "root graph",
+                derived.when(checkpoint.created_at),
+                format_html(" · after {}", shortened(checkpoint.parent_id, 24)) if checkpoint.parent_id else "",
+            ),
+        )
+        for checkpoint in shown
+    )
+    every_one = derived.changelist_url(request, Checkpoint, conversation.tenant_id, conversation__id__exact=conversation.pk)
+    return derived.Panel(
+        title="Checkpoints",
+        figure=str(total),
+        body=derived.join(
+            derived.lead(format_html("Newest first; the newest {} of each namespace are kept.", keep)),
+            derived.items(rows),
+            derived.more(every_one, f"All {derived.plural(total, 'checkpoint')} of this conversation")
+            if every_one or total > len(shown)
+            else "",
+        ),
+    )
+
+
+derived.derived_panel_register("checkpoints", 50, checkpoints_panel)

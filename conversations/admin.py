@@ -7,6 +7,10 @@ the commands (``conversation_update``, ``cache_rebuild``, ``conversation_erase``
 What an operator edits (owner ids, metadata) passes the door (``core.forms``): a value that
 could not be stored is a form error, not a 500.
 
+A conversation's page shows, beside its transcript, what the service derived from it: the "Derived"
+panels (``conversations.derived``), which the apps above this one register from their own admin
+modules; this one adds the cache's.
+
 The JSON export holds every acknowledged message: the persisted rows and the writes still pending in
 Redis, in seq order, one per id, each pending one marked ``"status": "pending"`` as on the transcript.
 """
@@ -35,9 +39,9 @@ from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 
-from conversations import cache, selectors, services
+from conversations import cache, derived, selectors, services
 from conversations.api.serializers import json_size
-from conversations.models import Conversation, DeadLetter, Message
+from conversations.models import CacheRepair, Conversation, DeadLetter, Message
 from core.exceptions import ServiceUnavailable
 from core.forms import StorableModelForm
 from memory_wire.messages import tool_calls_of
@@ -142,6 +146,9 @@ class ConversationAdmin(TenantScopedAdmin):
     )
     actions = ("rebuild_cache", "archive", "unarchive", "export_json", "erase")
     change_form_template = "admin/conversations/conversation/change_form.html"
+
+    class Media:
+        css = {"all": ("memory/derived.css",)}
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return ConversationChangeList
@@ -257,11 +264,6 @@ class ConversationAdmin(TenantScopedAdmin):
             message["created_at_value"] = datetime.fromisoformat(message["created_at"])
             message["metadata_json"] = json.dumps(message["metadata"], indent=2, ensure_ascii=False)
             message["tool_calls"] = _tool_calls(message["metadata"])
-        try:
-            state = cache.states(conversations=[(conversation.tenant.slug, conversation.conversation_id)])
-            cache_state = _cache_state_html(next(iter(state.values())), conversation.message_count)
-        except cache.CacheUnavailable:
-            cache_state = badge("unknown", "Redis unreachable")
         memory = services.memory_document(tenant=conversation.tenant, conversation=conversation)
         return {
             "transcript": transcript,
@@ -271,7 +273,7 @@ class ConversationAdmin(TenantScopedAdmin):
             if request.GET.get("_changelist_filters")
             else "",
             "memory_json": json.dumps(memory, indent=2, ensure_ascii=False),
-            "cache_state": cache_state,
+            "derived_panels": derived.derived_panels(conversation, request),
             "can_erase": self.has_erase_permission(request, conversation),
             "can_change": self.has_change_permission(request, conversation),
         }
@@ -412,6 +414,86 @@ def _cache_state_html(state: cache.CacheState, message_count: int, *, brief: boo
     if state.pending:
         shown += " " + badge("pending", f"{state.pending} pending", "acknowledged writes no worker has persisted yet")
     return mark_safe(shown)  # noqa: S308 - built from format_html parts above
+
+
+def _cache_panel(conversation: Conversation, request: HttpRequest) -> derived.Panel:
+    """Whether the conversation's window is in Redis, how much of it against PostgreSQL, its writes not
+    persisted yet, and whether it awaits a cache repair; Redis down is said in words."""
+    repair = (
+        CacheRepair.objects.for_tenant(conversation.tenant_id)
+        .filter(conversation_id=conversation.conversation_id)
+        .only("erase", "created_at")
+        .first()
+    )
+    total = conversation.message_count
+    try:
+        pair = (conversation.tenant.slug, conversation.conversation_id)
+        state = cache.states(conversations=[pair])[pair]
+    except cache.CacheUnavailable:
+        state = None
+    if state is None:
+        figure = "Redis unreachable"
+        shown = derived.join(
+            derived.lead(badge("unknown", "Redis unreachable")),
+            derived.empty(
+                "Redis does not answer: whether the window is cached is unknown. Reads are served from "
+                f"PostgreSQL meanwhile ({derived.plural(total, 'message')}), without the writes still pending in Redis."
+            ),
+        )
+    elif not state.cached:
+        figure = "not cached"
+        shown = derived.join(
+            derived.lead(badge("cold", "not cached")),
+            derived.empty(
+                f"The window is not in Redis: the next read loads it from PostgreSQL ({derived.plural(total, 'message')}), "
+                "or rebuild it now with “Rebuild cache”."
+            ),
+        )
+    else:
+        figure = f"{state.length}/{total}"
+        limit = settings.MEMORY_CACHE_LIST_LIMIT
+        capped = f" (the list keeps the newest MEMORY_CACHE_LIST_LIMIT={limit})" if state.length >= limit else ""
+        shown = derived.join(
+            derived.lead(badge("warm", f"cached · {state.length}/{total}")),
+            format_html(
+                '<p class="memory-derived__text">{} of the {} in PostgreSQL are in Redis{}; the list expires in {}.</p>',
+                state.length,
+                derived.plural(total, "message"),
+                capped,
+                _duration(state.ttl or 0),
+            ),
+        )
+    facts = []
+    if state is not None:
+        facts.append(
+            badge("pending", f"{state.pending} pending", "acknowledged writes no worker has persisted yet")
+            + format_html(" {} acknowledged, not persisted yet", "write" if state.pending == 1 else "writes")
+            if state.pending
+            else format_html("{}", "No write waits to be persisted.")
+        )
+        facts.append(format_html("Memory document {}.", "cached" if state.memory_cached else "not cached"))
+    if repair is None:
+        facts.append(format_html("{}", "No cache repair pending."))
+    else:
+        facts.append(
+            format_html(
+                "{} since {}: {}",
+                badge("pending", "awaits a cache repair"),
+                derived.when(repair.created_at),
+                "the conversation was erased while Redis was unreachable; the sweeper erases its keys once Redis answers."
+                if repair.erase
+                else "a write was persisted while Redis was unreachable; the sweeper invalidates the cached window "
+                "once Redis answers, and the next read rebuilds it.",
+            )
+        )
+    shown = derived.join(
+        shown,
+        format_html('<ul class="memory-derived__facts">{}</ul>', format_html_join("", "<li>{}</li>", ((f,) for f in facts))),
+    )
+    return derived.Panel(title="Cache", body=shown, figure=figure)
+
+
+derived.derived_panel_register("cache", 60, _cache_panel)
 
 
 def _tool_calls(metadata: Any) -> list[dict[str, Any]]:

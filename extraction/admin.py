@@ -17,6 +17,9 @@ tenant's memories only, and another tenant's memory by URL is a 404.
 
 A memory's page links each message it was read from to its conversation's transcript, at the page
 and the message (``#seq-<n>``); the messages are found in one query, however many there are.
+
+A conversation's page lists, when extraction is on for its tenant, the memories read from it with
+their sources in its "Derived" panels (``memories_panel``); off, the panel is not shown.
 """
 
 import uuid
@@ -28,7 +31,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import Count, Model, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Substr
 from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -37,13 +40,14 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from conversations import derived
 from conversations.admin import TRANSCRIPT_PAGE_SIZE
-from conversations.models import Message
+from conversations.models import Conversation, Message
 from core.exceptions import MemoryServiceError
 from core.forms import StorableModelForm
 from extraction import services
-from extraction.models import ExtractionUsage, Memory, MemoryChange
-from tenants.admin import TenantScopedAdmin
+from extraction.models import ExtractionUsage, ExtractionWatermark, Memory, MemoryChange
+from tenants.admin import TenantScopedAdmin, badge
 
 PREVIEW_CHARS = 80
 MESSAGE_PREVIEW_CHARS = 120
@@ -95,10 +99,19 @@ def _source_messages(memory: Memory) -> dict[uuid.UUID, list[SourceMessage]]:
     first; each message's position is counted in the same query.
     """
     found = getattr(memory, "_source_messages", None)
-    if found is not None:
-        return found
-    # The memory was found through the scoped queryset: its messages are read within its tenant.
-    messages_of_tenant = Message.objects.for_tenant(memory.tenant_id)
+    if found is None:
+        _source_messages_read([memory])
+        found = memory._source_messages
+    return found
+
+
+def _source_messages_read(memories: list[Memory]) -> None:
+    """Read the source messages of ``memories`` (of one tenant) in one query, kept on each memory."""
+    wanted = [memory for memory in memories if getattr(memory, "_source_messages", None) is None]
+    if not wanted:
+        return
+    # The memories were found through the scoped queryset: their messages are read within their tenant.
+    messages_of_tenant = Message.objects.for_tenant(wanted[0].tenant_id)
     position = (
         messages_of_tenant.filter(conversation=OuterRef("conversation"), seq__lte=OuterRef("seq"))
         .order_by()
@@ -106,23 +119,31 @@ def _source_messages(memory: Memory) -> dict[uuid.UUID, list[SourceMessage]]:
         .annotate(count=Count("pk"))
         .values("count")
     )
+    conversation_pks = {pk for memory in wanted for pk in memory.conversation_pks}
+    message_ids = {message_id for memory in wanted for message_id in memory.message_ids}
     rows = (
-        messages_of_tenant.filter(conversation__in=memory.conversation_pks, message_id__in=memory.message_ids)
+        messages_of_tenant.filter(conversation__in=conversation_pks, message_id__in=message_ids)
         .annotate(position=Subquery(position), preview=Substr("content", 1, MESSAGE_PREVIEW_CHARS + 1))
         .order_by("conversation", "seq")
         .values_list(
             "message_id", "conversation", "conversation__conversation_id", "seq", "role", "created_at", "preview", "position"
         )
+        if conversation_pks and message_ids
+        else []
     )
-    found = {}
+    stored = []
     for message_id, conversation_pk, conversation_id, seq, role, created_at, preview, position in rows:
         page = -(-position // TRANSCRIPT_PAGE_SIZE)
         url = reverse("admin:conversations_conversation_change", args=[conversation_pk]) + f"?page={page}#seq-{seq}"
-        found.setdefault(message_id, []).append(
-            SourceMessage(message_id, conversation_id, seq, role, created_at, _preview(preview, MESSAGE_PREVIEW_CHARS), url)
-        )
-    memory._source_messages = found
-    return found
+        message = SourceMessage(message_id, conversation_id, seq, role, created_at, _preview(preview, MESSAGE_PREVIEW_CHARS), url)
+        stored.append((conversation_pk, message))
+    for memory in wanted:
+        own_conversations, own_ids = set(memory.conversation_pks), set(memory.message_ids)
+        found: dict[uuid.UUID, list[SourceMessage]] = {}
+        for conversation_pk, message in stored:
+            if conversation_pk in own_conversations and message.message_id in own_ids:
+                found.setdefault(message.message_id, []).append(message)
+        memory._source_messages = found
 
 
 def _message_links(memory: Memory, message_ids: Iterable[uuid.UUID]) -> str:
@@ -448,6 +469,90 @@ class MemoryAdmin(TenantScopedAdmin):
         if already:
             were, left = ("memory was", "it was") if already == 1 else ("memories were", "they were")
             self.message_user(request, f"{already} {were} no longer current already: left as {left}.", messages.WARNING)
+
+
+# --- The conversation page's panel -------------------------------------------------------------------
+
+
+def memories_panel(conversation: Conversation, request: HttpRequest) -> derived.Panel | None:
+    """The memories read from the conversation, most recently changed first, each with the messages it
+    was read from and a link to its page; how far the extractor has read it, and how many memories its
+    user has in all. None (no panel) when extraction is off for the tenant."""
+    tenant = conversation.tenant
+    if not tenant.setting("MEMORY_EXTRACTION_ENABLED"):
+        return None
+    memories_of_tenant = Memory.objects.for_tenant(tenant)
+    read_here = Q(conversation_pks__contains=[conversation.pk])
+    memories = list(
+        memories_of_tenant.filter(read_here).defer("embedding").order_by("-updated_at", "-pk")[: derived.ROWS_SHOWN + 1]
+    )
+    shown = memories[: derived.ROWS_SHOWN]
+    user_id = conversation.user_id
+    total, of_user = len(memories), 0
+    if user_id:  # both counts in one query: those read here, and the user's in all
+        counts = memories_of_tenant.filter(read_here | Q(user_id=user_id)).aggregate(
+            here=Count("pk", filter=read_here), of_user=Count("pk", filter=Q(user_id=user_id))
+        )
+        total, of_user = counts["here"], counts["of_user"]
+    elif len(memories) > derived.ROWS_SHOWN:
+        total = memories_of_tenant.filter(read_here).count()
+    read_through = (
+        ExtractionWatermark.objects.for_tenant(tenant)
+        .filter(conversation=conversation)
+        .values_list("read_through_seq", flat=True)
+        .first()
+    )
+    read = (
+        f"Read through #{read_through} of #{conversation.last_seq}."
+        if read_through
+        else f"Not read yet (messages up to #{conversation.last_seq})."
+    )
+    every_one = derived.changelist_url(request, Memory, conversation.tenant_id, user_id=user_id) if user_id else None
+    closing = derived.more(every_one, f"All {derived.plural(of_user, 'memory', 'memories')} of user {user_id}") if user_id else ""
+    if not memories:
+        body = derived.join(
+            derived.lead(format_html("{}", read)),
+            derived.empty(
+                "No memory read from this conversation yet: the extractor reads a conversation once "
+                f"MEMORY_EXTRACTION_BATCH_TURNS={tenant.setting('MEMORY_EXTRACTION_BATCH_TURNS')} new user and assistant "
+                "turns are persisted, or once it has been quiet MEMORY_EXTRACTION_QUIET_SECONDS="
+                f"{tenant.setting('MEMORY_EXTRACTION_QUIET_SECONDS')} seconds with turns not yet read."
+            ),
+            closing if of_user else "",
+        )
+        return derived.Panel(title="Memories", body=body, figure="0")
+    _source_messages_read(shown)
+    rows = (
+        derived.row(
+            derived.join(
+                derived.link(derived.change_url(request, memory), _preview(memory.text), memory.text[:2000]),
+                ""
+                if memory.current
+                else format_html(" {}", badge("cold", "taken back", "no longer current: kept with its history")),
+            ),
+            format_html(
+                "{} · {} · {} · changed {}",
+                memory.kind,
+                memory.subject,
+                f"{memory.confidence:.2f}",
+                derived.when(memory.updated_at),
+            ),
+            format_html("read from {}", _message_links(memory, memory.message_ids) or "no message"),
+        )
+        for memory in shown
+    )
+    return derived.Panel(
+        title="Memories",
+        figure=str(total),
+        body=derived.join(
+            derived.lead(format_html("{} read from this conversation. {}", derived.plural(total, "memory", "memories"), read)),
+            derived.items(rows),
+            closing,
+        ),
+    )
+
+
+derived.derived_panel_register("memories", 30, memories_panel)
 
 
 # --- Usage ---------------------------------------------------------------------------------------------

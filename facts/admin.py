@@ -5,6 +5,8 @@ facts and changes only. Facts are written by agents through the API, so the admi
 edits one. Deleting (whoever holds the delete permission) goes through ``services.fact_delete``, so
 the deleted value stays in the history like any other deletion. The history is read-only for
 everyone; a fact's page shows its newest changes and links to the rest.
+
+A conversation's page lists its user's facts in its "Derived" panels (``facts_panel``).
 """
 
 from urllib.parse import urlencode
@@ -16,6 +18,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from conversations import derived
+from conversations.models import Conversation
 from core.exceptions import NotFound
 from facts import services
 from facts.models import UserFact, UserFactChange
@@ -107,3 +111,60 @@ class UserFactChangeAdmin(TenantScopedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False  # the history is kept; only erasing the user removes it
+
+
+# --- The conversation page's panel -------------------------------------------------------------------
+
+
+def facts_panel(conversation: Conversation, request: HttpRequest) -> derived.Panel:
+    """The facts of the conversation's user (in the conversation's tenant: the same user id elsewhere
+    is another user), most recently updated first, each linking to its page."""
+    user_id = conversation.user_id
+    if not user_id:
+        return derived.Panel(
+            title="User facts",
+            figure="no user",
+            body=derived.empty(
+                "This conversation has no user id: facts are kept per user. An agent sets it with the "
+                "conversation's writes (user_id), or an operator above."
+            ),
+        )
+    facts_of_user = UserFact.objects.for_tenant(conversation.tenant_id).filter(user_id=user_id)
+    facts = list(facts_of_user.order_by("-updated_at", "key")[: derived.ROWS_SHOWN + 1])
+    if not facts:
+        return derived.Panel(
+            title="User facts",
+            figure="0",
+            body=derived.empty(
+                f"No facts for user {user_id} yet: agents store them through the API "
+                f"(PUT /api/v1/users/{user_id}/facts/<key>/) or the MCP tool set_fact."
+            ),
+        )
+    shown = facts[: derived.ROWS_SHOWN]
+    total = len(facts) if len(facts) <= derived.ROWS_SHOWN else facts_of_user.count()
+    rows = (
+        derived.row(
+            format_html(
+                "{} {}",
+                derived.link(derived.change_url(request, fact), fact.key),
+                format_html('<span class="memory-derived__value" title="{}">{}</span>', fact.value[:2000], _preview(fact.value)),
+            ),
+            format_html("updated {} · {} tok", derived.when(fact.updated_at), fact.token_count),
+        )
+        for fact in shown
+    )
+    every_one = derived.changelist_url(request, UserFact, conversation.tenant_id, user_id=user_id)
+    return derived.Panel(
+        title="User facts",
+        figure=str(total),
+        body=derived.join(
+            derived.lead(format_html("Of user <code>{}</code>", user_id)),
+            derived.items(rows),
+            derived.more(every_one, f"All {derived.plural(total, 'fact')} of this user")
+            if every_one or total > len(shown)
+            else "",
+        ),
+    )
+
+
+derived.derived_panel_register("facts", 20, facts_panel)

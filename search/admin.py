@@ -2,6 +2,9 @@
 
 Read-only and tenant-scoped like every admin here; vectors themselves are bytes and not shown.
 Missing vectors are computed by ``manage.py reembed --tenant <slug>`` (or the hourly backfill).
+
+A conversation's page shows its search coverage in its "Derived" panels (``search_panel``): how many of
+its messages have a vector under the tenant's model, and how many wait for one.
 """
 
 from typing import Any
@@ -9,9 +12,14 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
 
+from conversations import derived
+from conversations.models import Conversation
+from search import coverage
+from search.filters import SEARCHED_ROLES
 from search.models import MessageEmbedding
-from tenants.admin import TenantScopedAdmin
+from tenants.admin import TenantScopedAdmin, badge
 
 
 @admin.register(MessageEmbedding)
@@ -41,3 +49,76 @@ class MessageEmbeddingAdmin(TenantScopedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None, *args: Any) -> bool:
         return False
+
+
+# --- The conversation page's panel -------------------------------------------------------------------
+
+
+def search_panel(conversation: Conversation, request: HttpRequest) -> derived.Panel:
+    """How much of the conversation search covers (``search.coverage``): its messages embedded under the
+    tenant's model against those the embedder embeds and all it holds, those waiting for a vector, the
+    writes not persisted yet, and a link to its vectors."""
+    tenant = conversation.tenant
+    covered = coverage.conversation_coverage(tenant=tenant, conversation=conversation)
+    vectors = derived.changelist_url(request, MessageEmbedding, conversation.tenant_id, conversation__id__exact=conversation.pk)
+    roles = " and ".join(sorted(SEARCHED_ROLES))
+    if covered.embedding_model is None:
+        return derived.Panel(
+            title="Search coverage",
+            figure="words only",
+            body=derived.empty(
+                "Embeddings are off for this tenant (MEMORY_EMBEDDING_MODEL is empty): search matches the words "
+                f"of its {derived.plural(covered.messages, 'message')}, and no message waits for a vector."
+            ),
+        )
+    if covered.messages == 0:
+        lines = [
+            derived.empty(
+                f"No message to embed yet: {roles} messages with text are embedded under {covered.embedding_model} "
+                "by the derived worker once persisted."
+            )
+        ]
+    else:
+        waiting = (
+            format_html(
+                "{}, the oldest persisted {}: the derived worker embeds them, or "
+                "<code>manage.py reembed --tenant {} --conversation {}</code>.",
+                badge("pending", f"{covered.not_embedded} waiting", "persisted messages without a vector yet"),
+                derived.when(covered.oldest_not_embedded_at),
+                tenant.slug,
+                conversation.conversation_id,
+            )
+            if covered.not_embedded
+            else format_html("{} Every message to search has its vector.", badge("warm", "none waiting"))
+        )
+        lines = [
+            derived.lead(
+                format_html(
+                    "<strong>{}</strong> of the {} {} messages with text are embedded under <code>{}</code> ({} in all).",
+                    covered.embedded,
+                    covered.messages,
+                    roles,
+                    covered.embedding_model,
+                    derived.plural(conversation.message_count, "message"),
+                )
+            ),
+            format_html('<p class="memory-derived__text">{}</p>', waiting),
+        ]
+    if covered.pending_persist is None:
+        persisting = badge("unknown", "Redis unreachable") + format_html(" {}", "writes not persisted yet are unknown.")
+    elif covered.pending_persist:
+        persisting = format_html(
+            "{} acknowledged, not persisted yet (embedded after).",
+            derived.plural(covered.pending_persist, "write"),
+        )
+    else:
+        persisting = format_html("{}", "Every acknowledged write is persisted.")
+    facts = format_html('<ul class="memory-derived__facts">{}</ul>', format_html_join("", "<li>{}</li>", [(persisting,)]))
+    return derived.Panel(
+        title="Search coverage",
+        figure=f"{covered.embedded}/{covered.messages}",
+        body=derived.join(*lines, facts, derived.more(vectors, "The vectors of this conversation") if vectors else ""),
+    )
+
+
+derived.derived_panel_register("search", 40, search_panel)

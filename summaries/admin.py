@@ -3,14 +3,22 @@
 Scoped like every tenant-owned admin (``TenantScopedAdmin``): staff of a tenant see that tenant's
 summaries only. Summaries are derived from the messages by the service, so the admin never adds,
 edits or deletes one (erasing the conversation erases its summaries).
+
+A conversation's page lists its newest summaries in its "Derived" panels (``summaries_panel``).
 """
 
 from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.text import Truncator
 
+from conversations import derived
+from conversations.models import Conversation, Message
 from summaries.models import Summary
 from tenants.admin import TenantScopedAdmin
+
+PREVIEW_CHARS = 90
 
 
 @admin.register(Summary)
@@ -50,3 +58,70 @@ class SummaryAdmin(TenantScopedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
+
+
+# --- The conversation page's panel -------------------------------------------------------------------
+
+
+def summaries_panel(conversation: Conversation, request: HttpRequest) -> derived.Panel:
+    """The conversation's newest summaries: the seqs each covers, its time, messages and tokens, a link
+    to its page; when there is none, when one will be made."""
+    tenant = conversation.tenant
+    summaries = list(
+        Summary.objects.for_tenant(tenant)
+        .filter(conversation=conversation)
+        .order_by("-created_at", "-id")[: derived.ROWS_SHOWN + 1]
+    )
+    if not summaries:
+        every = tenant.setting("MEMORY_SUMMARY_EVERY")
+        if every <= 0:
+            text = "No summary: periodic summaries are off for this tenant (MEMORY_SUMMARY_EVERY=0)."
+        else:
+            pairs = Message.objects.for_tenant(tenant).filter(conversation=conversation, role="user", archived=False).count()
+            text = (
+                f"No summary yet: summaries are made after every {every} message pairs, a user message and its "
+                f"answers (MEMORY_SUMMARY_EVERY={every}), over the last MEMORY_SUMMARY_WINDOW="
+                f"{tenant.setting('MEMORY_SUMMARY_WINDOW')} messages; this conversation has "
+                f"{derived.plural(pairs, 'pair')}."
+            )
+        return derived.Panel(title="Summaries", body=derived.empty(text), figure="0")
+    shown = summaries[: derived.ROWS_SHOWN]
+    total = (
+        len(summaries)
+        if len(summaries) <= derived.ROWS_SHOWN
+        else Summary.objects.for_tenant(tenant).filter(conversation=conversation).count()
+    )
+    rows = (
+        derived.row(
+            derived.link(
+                derived.change_url(request, summary),
+                f"Messages #{summary.first_seq}–#{summary.last_seq}",
+                f"filed after {derived.plural(summary.pair_count, 'pair')}",
+            ),
+            format_html(
+                "{} · {} · {} tok · {}",
+                derived.when(summary.created_at),
+                derived.plural(summary.message_count, "message"),
+                summary.token_count,
+                summary.model,
+            ),
+            format_html(
+                '<span title="{}">{}</span>', Truncator(summary.text).chars(500), Truncator(summary.text).chars(PREVIEW_CHARS)
+            ),
+        )
+        for summary in shown
+    )
+    every_one = derived.changelist_url(request, Summary, conversation.tenant_id, conversation__id__exact=conversation.pk)
+    return derived.Panel(
+        title="Summaries",
+        figure=str(total),
+        body=derived.join(
+            derived.items(rows),
+            derived.more(every_one, f"All {derived.plural(total, 'summary', 'summaries')} of this conversation")
+            if total > len(shown) or every_one
+            else "",
+        ),
+    )
+
+
+derived.derived_panel_register("summaries", 10, summaries_panel)

@@ -173,7 +173,8 @@ def test_the_conversation_page_runs_the_same_number_of_queries_for_10_or_1000_me
     with CaptureQueriesContext(connection) as many:
         answer = operator_client.get(change_url(large))
 
-    assert len(many) == len(few) <= 12, "\n".join(q["sql"][:150] for q in many.captured_queries)
+    # The page's own 10, and the derived panels' (conversations.derived): at most 12, whatever their rows.
+    assert len(many) == len(few) <= 22, "\n".join(q["sql"][:150] for q in many.captured_queries)
     assert len(answer.context["transcript"].messages) == 100
 
 

@@ -1,0 +1,178 @@
+"""What the service derived from a conversation, on its admin page: the "Derived" panels.
+
+The apps above this one derive rows from a conversation's messages (summaries, facts, memories,
+vectors, checkpoints); this layer imports none of them. Each registers its panel from its own admin
+module, which the admin loads at startup::
+
+    derived_panel_register("summaries", 10, summaries_panel)
+
+``summaries_panel(conversation, request)`` answers a ``Panel`` of server-side HTML, or None when it has
+nothing to show there (extraction off for the tenant). Panels are shown by ``order``, then name.
+
+The conversation reached the page through the scoped admin, so it is the operator's tenant's (a
+superuser's: any tenant's). A panel reads within ``conversation.tenant`` only, and links only to the
+admin pages the request's user may open (``change_url``, ``changelist_url``); its figures are that
+tenant's. A panel reads a bounded number of rows (``ROWS_SHOWN``, one more to know whether there
+are more) in a fixed number of queries, whatever the conversation holds. A panel whose backend does
+not answer (Redis, or a service it calls) says so in words instead of failing the page.
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Model
+from django.http import HttpRequest
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString
+
+from conversations.models import Conversation
+from core.exceptions import ServiceUnavailable
+from core.redis_client import CacheUnavailable
+
+# The rows a panel lists; the rest are a link to the app's list, filtered to the conversation or user.
+ROWS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel: its title, a short figure beside it ("3 of 12"), and its body (safe HTML)."""
+
+    title: str
+    body: SafeString
+    figure: str = ""
+
+
+@dataclass(frozen=True)
+class ShownPanel:
+    name: str
+    title: str
+    body: SafeString
+    figure: str
+
+
+PanelFunction = Callable[[Conversation, HttpRequest], Panel | None]
+
+_PANELS: dict[str, tuple[int, PanelFunction]] = {}
+
+
+def derived_panel_register(name: str, order: int, function: PanelFunction) -> None:
+    """Show ``function(conversation, request)`` on every conversation page, at ``order`` (registering
+    a name again replaces its panel)."""
+    _PANELS[name] = (order, function)
+
+
+def derived_panels(conversation: Conversation, request: HttpRequest) -> list[ShownPanel]:
+    """The registered panels of ``conversation`` in their order, those with nothing to show left out."""
+    shown = []
+    for name, (_, function) in sorted(_PANELS.items(), key=lambda item: (item[1][0], item[0])):
+        try:
+            panel = function(conversation, request)
+        except CacheUnavailable:
+            panel = Panel(title=name.capitalize(), body=empty("Redis is unreachable: this panel cannot be read now."))
+        except ServiceUnavailable as error:
+            panel = Panel(title=name.capitalize(), body=empty(f"Unavailable: {error.message}"))
+        if panel is not None:
+            shown.append(ShownPanel(name=name, title=panel.title, body=panel.body, figure=panel.figure))
+    return shown
+
+
+# --- Links: only to the pages the request's user may open -------------------------------------------
+
+
+def _model_admin(model: type[Model]) -> admin.ModelAdmin | None:
+    return admin.site._registry.get(model)
+
+
+def change_url(request: HttpRequest, obj: Model) -> str | None:
+    """The admin page of ``obj`` (a row of the conversation's tenant), or None when the user may not open it."""
+    model_admin = _model_admin(type(obj))
+    if model_admin is None or not model_admin.has_view_or_change_permission(request, obj):
+        return None
+    opts = obj._meta
+    try:
+        return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[obj.pk])
+    except NoReverseMatch:
+        return None
+
+
+def changelist_url(request: HttpRequest, model: type[Model], tenant_id: int, **filters: Any) -> str | None:
+    """The admin list of ``model`` filtered by ``filters`` within the tenant ``tenant_id``, or None when
+    the user may not open it. An operator's lists hold their tenant's rows only; a superuser's list is
+    narrowed to the tenant too (by its tenant filter), or a user id would find the same id's rows of
+    every tenant."""
+    model_admin = _model_admin(model)
+    if model_admin is None or not model_admin.has_view_or_change_permission(request):
+        return None
+    if request.user.is_superuser:
+        filters = {"tenant__id__exact": tenant_id, **filters}
+    opts = model._meta
+    url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
+    return url + ("?" + urlencode(filters) if filters else "")
+
+
+def link(url: str | None, text: str, title: str = "") -> SafeString:
+    """A link, or the text alone when there is no page to open."""
+    if url is None:
+        return format_html('<span title="{}">{}</span>', title, text)
+    return format_html('<a href="{}" title="{}">{}</a>', url, title, text)
+
+
+# --- The markup every panel shares ------------------------------------------------------------------
+
+
+def plural(number: int, noun: str, nouns: str | None = None) -> str:
+    return f"{number} {noun if number == 1 else (nouns or noun + 's')}"
+
+
+def empty(text: str) -> SafeString:
+    """What an empty panel says: why it is empty, and what would fill it."""
+    return format_html('<p class="memory-derived__empty">{}</p>', text)
+
+
+def lead(content: str) -> SafeString:
+    """The panel's first line: its figures."""
+    return format_html('<p class="memory-derived__lead">{}</p>', content)
+
+
+def items(rows: Iterable[SafeString]) -> SafeString:
+    """A list of rows, each ``row(...)``."""
+    return format_html('<ul class="memory-derived__list">{}</ul>', format_html_join("", "{}", ((row,) for row in rows)))
+
+
+def row(head: str, meta: str = "", detail: str = "") -> SafeString:
+    """One row: its link or name, a quiet line of figures, and an optional line of detail."""
+    return format_html(
+        '<li class="memory-derived__item"><div class="memory-derived__head">{}</div>{}{}</li>',
+        head,
+        format_html('<div class="memory-derived__meta">{}</div>', meta) if meta else "",
+        format_html('<div class="memory-derived__detail">{}</div>', detail) if detail else "",
+    )
+
+
+def more(url: str | None, text: str) -> SafeString:
+    """The panel's closing link to the whole list."""
+    if url is None:
+        return format_html('<p class="memory-derived__more">{}</p>', text)
+    return format_html('<p class="memory-derived__more"><a href="{}">{} →</a></p>', url, text)
+
+
+def join(*parts: str) -> SafeString:
+    return format_html_join("", "{}", ((part,) for part in parts if part))
+
+
+def when(value: Any) -> SafeString:
+    """A time as the panels show it: UTC to the minute, to the second in the title."""
+    if value is None:
+        return format_html("{}", "—")
+    utc = value.astimezone(UTC)
+    return format_html(
+        '<time datetime="{}" title="{} UTC">{}</time>',
+        utc.isoformat(),
+        utc.strftime("%Y-%m-%d %H:%M:%S"),
+        utc.strftime("%Y-%m-%d %H:%M"),
+    )
