@@ -58,6 +58,7 @@ from memory import context as memory_context
 from summaries import summarizer
 from tenants import chat_models, egress
 from tenants.models import Tenant
+from tenants.usage import model_tokens_of, usage_record
 
 logger = structlog.get_logger(__name__)
 
@@ -516,6 +517,7 @@ def _finish(turn: Turn, *, content: str, usage: dict[str, Any] | None, streamed:
         agent_id=turn.chat.agent_id,
     ).messages[0]
     memory_updated = _update_memory(turn, stored)
+    usage_record(tenant=turn.tenant, chat_runs=1, model_tokens=model_tokens_of(metadata["usage"]))
     logger.info(
         "chat_answered",
         tenant=turn.tenant.slug,

@@ -76,9 +76,9 @@ class DerivedMemoryCollector:
     does not answer leaves its figure out of the scrape."""
 
     def collect(self) -> Iterator[Metric]:
-        from conversations.selectors import _broker_status
+        from conversations.selectors import broker_status
 
-        broker = _broker_status()
+        broker = broker_status()
         if broker["ok"]:
             depth = GaugeMetricFamily(
                 "memory_derived_queue_depth", "Tasks waiting in the derived-memory queue (vectors, summaries)."

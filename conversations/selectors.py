@@ -486,7 +486,7 @@ def backend_status() -> dict[str, Any]:
         status["cache"] = {"ok": True, "latency_ms": round(cache.ping(), 2)}
     except cache.CacheUnavailable as error:
         status["cache"] = {"ok": False, "error": str(error)[:200]}
-    status["broker"] = _broker_status()
+    status["broker"] = broker_status()
     status["metrics"] = _counters()
     status["ok"] = all(status[name]["ok"] for name in ("database", "cache", "broker"))
     # Which backend serves, and how many conversations await a cache repair
@@ -521,7 +521,7 @@ def tenant_status(*, tenant: Tenant) -> dict[str, Any]:
         status["cache"] = {"ok": True}
     except cache.CacheUnavailable:
         status["cache"] = {"ok": False}
-    status["broker"] = {"ok": _broker_status()["ok"]}
+    status["broker"] = {"ok": broker_status()["ok"]}
     counters = _counters(tenant=tenant.slug)
     counters.pop("fallbacks")  # counted for the whole deployment, not per tenant
     status["metrics"] = counters
@@ -561,7 +561,10 @@ def _flags(status: dict[str, Any], fallback_sessions: int | None) -> dict[str, A
     }
 
 
-def _broker_status() -> dict[str, Any]:
+def broker_status() -> dict[str, Any]:
+    """Whether a broker connection opens, and the persist and derived queues' depths and consumers
+    (None where the broker cannot say: the embedded run's Redis transport); it also sets the
+    ``memory_queue_depth`` gauge. Never raises: a broker error is ``{"ok": False, "error": ...}``."""
     started = time.perf_counter()
     try:
         with current_app.connection_for_write() as broker:

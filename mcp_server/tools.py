@@ -53,6 +53,7 @@ from memory.api.views import context_answer
 from search import selectors as search_selectors
 from search.api import serializers as search_serializers
 from tenants.models import Tenant
+from tenants.usage import usage_record
 
 logger = structlog.get_logger(__name__)
 
@@ -255,6 +256,7 @@ def search_memory(
         values.setdefault("scope", "user")
     request = search_selectors.SearchRequest.for_tenant(tenant, query=text, **values)
     result = search_selectors.memory_search(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
+    usage_record(tenant=tenant, searches=1)  # counted as the API's search endpoints count one
     return search_serializers.search_answer(text, result)
 
 

@@ -8,6 +8,8 @@ import structlog
 from celery import Celery, bootsteps, signals
 from celery.worker.control import inspect_command
 
+from console.heartbeats import Heartbeat
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.local")
 
 app = Celery("memoryproject")
@@ -78,6 +80,8 @@ def held_writes() -> list[list[object]] | None:
 
 
 app.steps["consumer"].add(LedgerDisturbance)
+# Every worker records itself for the health page while it runs (console.heartbeats).
+app.steps["worker"].add(Heartbeat)
 
 EXIT_CONFIGURATION = 78  # EX_CONFIG: a supervisor told "do not restart me as I am"
 

@@ -1,4 +1,5 @@
-"""URLs: the API (v1), its schema and docs, Prometheus metrics, the admin."""
+"""URLs: the API (v1), its schema and docs, Prometheus metrics, the admin (with the operator's console:
+its health page, handed this project's readiness decision)."""
 
 from django.conf import settings
 from django.contrib import admin
@@ -7,9 +8,11 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from console import views as console_views
 from conversations import metrics
 from conversations.api import urls as conversation_urls
 from memory.api import urls as memory_urls
+from memoryproject import health
 from search.metrics import EmbeddingBacklogCollector
 from tenants.authentication import metrics_token_matches
 
@@ -25,6 +28,21 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     return HttpResponse(generate_latest(metrics.scrape(EmbeddingBacklogCollector())), content_type=CONTENT_TYPE_LATEST)
 
 
+# The health page and its panel, under the admin and behind its login (active staff only). They read
+# the engines through the same readiness decision as /readyz, so that the page and the probes agree.
+console_urls = [
+    path(
+        "health/",
+        admin.site.admin_view(console_views.HealthPageView.as_view(readiness=health.readiness)),
+        name="health",
+    ),
+    path(
+        "health/panel/",
+        admin.site.admin_view(console_views.HealthPanelView.as_view(readiness=health.readiness)),
+        name="health-panel",
+    ),
+]
+
 urlpatterns = [
     # One namespace for the conversations' routes and the memory features' ones on the same paths.
     path("api/v1/", include((conversation_urls.urlpatterns + memory_urls.urlpatterns, "api"))),
@@ -36,6 +54,7 @@ urlpatterns = [
     path("api/v1/", include("chat.api.urls")),
     path("api/v1/", include("store.api.urls")),
     path("api/v1/", include("mcp_server.api.urls")),
+    path("api/v1/", include("conversations.api.usage")),
     path("api/v1/", include((conversation_urls.slashed_id_urlpatterns, "api"), namespace="api-slashed-id")),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[], authentication_classes=[]), name="schema"),
     path(
@@ -44,6 +63,7 @@ urlpatterns = [
         name="docs",
     ),
     path("metrics", metrics_view, name="metrics"),
+    path(settings.ADMIN_PATH, include((console_urls, "console"))),  # before the admin's catch-all
     path(settings.ADMIN_PATH, admin.site.urls),
 ]
 

@@ -13,6 +13,9 @@ Apps above tenants add their own actions over a whole tenant by registering a su
 ``TenantAdmin`` in its place (``conversations.admin`` adds "rebuild the cache of every
 conversation"), so that this module imports none of them.
 
+A tenant's page shows its usage of the last 30 UTC days (``tenants.usage``): a bar chart of each
+figure counted per day and a table of the days, newest first.
+
 A provider credential is write-only: its form takes a new secret and stores it encrypted; no page
 shows the secret or its encrypted value, only its hint (the last four characters).
 """
@@ -25,17 +28,20 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Model, QuerySet
 from django.forms import ModelChoiceField
 from django.http import Http404, HttpRequest, HttpResponse
+from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
+from core.charts import bar_chart
 from core.forms import STORABLE_FORMFIELDS, StorableModelForm
 from core.replica import stale_read
-from tenants import services
+from tenants import services, usage
 from tenants.models import (
     CODE_NAMING_SETTINGS,
     ProviderCredential,
@@ -183,6 +189,8 @@ class TenantScopedAdmin(admin.ModelAdmin):
         self.log_change(request, obj, message)
 
 
+USAGE_DAYS = 30  # shown on a tenant's page
+
 # The library's own key model is unused here: every key belongs to a tenant (TenantApiKey).
 admin.site.unregister(APIKey)
 
@@ -193,8 +201,11 @@ class TenantAdmin(TenantScopedAdmin):
     list_filter = ("active",)
     ordering = ("slug",)
     search_fields = ("slug", "name")
-    readonly_fields = ("effective_settings", "provider_credentials", "created_at")
-    fields = ("slug", "name", "active", "settings", "effective_settings", "provider_credentials", "created_at")
+    readonly_fields = ("effective_settings", "provider_credentials", "created_at", "usage_report")
+    fields = ("slug", "name", "active", "settings", "effective_settings", "provider_credentials", "created_at", "usage_report")
+
+    class Media:
+        css = {"all": ("memory/usage.css",)}
 
     def scoped_queryset(self, tenant: Tenant) -> QuerySet:
         return Tenant.objects.filter(pk=tenant.pk)
@@ -243,10 +254,74 @@ class TenantAdmin(TenantScopedAdmin):
             format_html_join("", "<li><code>{}</code> {}</li>", ((c.provider, c.hint) for c in credentials)),
         )
 
+    @admin.display(description=f"Usage, last {USAGE_DAYS} days (UTC)")
+    def usage_report(self, tenant: Tenant) -> str:
+        if tenant.pk is None:
+            return "None yet."
+        try:
+            with transaction.atomic():  # a failure leaves the rest of the page (and its transaction) usable
+                days = usage.usage_days(tenant=tenant, days=USAGE_DAYS)
+        except DatabaseError:
+            return "Usage could not be read: PostgreSQL did not answer. Reload the page to try again."
+        return usage_section(days)
+
     def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         if change:
             services.auth_cache_forget(tenant=obj)  # deactivation and new settings apply at once
+
+
+# The figures of the usage table: (name, heading). Each is charted but storage, which is not a sum of
+# its days (a bar chart's caption sums them).
+USAGE_COLUMNS = (
+    ("messages", "Messages"),
+    ("searches", "Searches"),
+    ("chat_runs", "Chat runs"),
+    ("model_tokens", "Model tokens"),
+    ("storage_bytes", "Storage"),
+)
+
+
+def usage_section(days: list[usage.UsageDay]) -> str:
+    """A tenant's usage: a bar chart of each figure counted per day (oldest day first, as read left
+    to right) and the table of the days, newest first, storage in readable units."""
+    oldest_first = list(reversed(days))
+    charts = format_html_join(
+        "",
+        "{}",
+        (
+            (bar_chart([(f"{day.day:%Y-%m-%d}", getattr(day, name)) for day in oldest_first], label=heading),)
+            for name, heading in USAGE_COLUMNS
+            if name != "storage_bytes"
+        ),
+    )
+    headings = format_html_join("", '<th scope="col">{}</th>', ((heading,) for _, heading in USAGE_COLUMNS))
+    rows = format_html_join(
+        "",
+        '<tr{}><th scope="row"><time datetime="{}">{}</time></th>{}</tr>',
+        (
+            (
+                "" if day.complete else format_html(' class="{}" title="{}"', "memory-usage__today", "Today so far"),
+                day.day.isoformat(),
+                f"{day.day:%Y-%m-%d}" if day.complete else f"{day.day:%Y-%m-%d} (so far)",
+                format_html_join("", "<td{}>{}</td>", (_usage_cell(name, getattr(day, name)) for name, _ in USAGE_COLUMNS)),
+            )
+            for day in days
+        ),
+    )
+    return format_html(
+        '<div class="memory-usage"><div class="memory-usage__charts">{}</div>'
+        '<table class="memory-usage__table"><thead><tr><th scope="col">Day</th>{}</tr></thead><tbody>{}</tbody></table></div>',
+        charts,
+        headings,
+        rows,
+    )
+
+
+def _usage_cell(name: str, value: int) -> tuple[str, str]:
+    if name == "storage_bytes":
+        return format_html(' title="{} bytes"', f"{value:,}"), filesizeformat(value)
+    return "", f"{value:,}"
 
 
 def _origin(tenant: Tenant, name: str) -> str:

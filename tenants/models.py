@@ -221,3 +221,30 @@ class TenantStaff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} @ {self.tenant}"
+
+
+class TenantUsage(models.Model):
+    """A tenant's usage of one UTC day (``tenants.usage``). The event counts (searches, chat runs,
+    model tokens) grow as the events happen, one upsert each; the messages stored that day and the
+    storage at its end are measured from the rows once the day is over (``rolled_up_at``)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()  # UTC
+    messages = models.PositiveBigIntegerField(default=0)
+    searches = models.PositiveBigIntegerField(default=0)
+    chat_runs = models.PositiveBigIntegerField(default=0)
+    model_tokens = models.PositiveBigIntegerField(default=0)
+    storage_bytes = models.PositiveBigIntegerField(default=0)
+    # When the day's messages and storage were measured from the rows (None: not yet, or today).
+    rolled_up_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TenantManager()
+    unscoped = UnscopedManager()
+
+    class Meta:
+        db_table = "tenant_usage"
+        verbose_name_plural = "tenant usage"
+        constraints = [models.UniqueConstraint(fields=["tenant", "day"], name="tenant_usage_per_day")]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.day}"

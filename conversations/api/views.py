@@ -372,6 +372,7 @@ class ApiRootView(APIView):
                 "auth": "Authorization: Api-Key <key>",
                 "conversations": f"{base}v1/conversations/",
                 "status": f"{base}v1/status/",
+                "usage": f"{base}v1/usage/",
                 "docs": f"{base}docs/",
                 "schema": f"{base}schema/",
             }

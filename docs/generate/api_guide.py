@@ -31,6 +31,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -118,6 +119,7 @@ PURPOSES: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/store/batch/"): "What LangGraph's BaseStore.batch sends: operations in order, in one transaction.",
     ("DELETE", "/api/v1/users/{user_id}/"): "Erase one user everywhere: conversations, messages, vectors, summaries, facts...",
     ("GET", "/api/v1/status/"): "Whether the backends answer, and the tenant's own figures.",
+    ("GET", "/api/v1/usage/"): "The tenant's usage per UTC day: messages, searches, chat runs, model tokens, storage.",
 }
 # Operations the schema leaves out (no OpenAPI description), shown at the end of the guide.
 UNDESCRIBED = ("/api/v1/", "/api/v1/mcp/")
@@ -698,6 +700,7 @@ def scenario(r: Recorder) -> None:
 
     # Status.
     r.call("GET", "/api/v1/status/", "The tenant's view", path=f"{PREFIX}/status/", expect=200)
+    r.call("GET", "/api/v1/usage/", "The last three days", path=f"{PREFIX}/usage/", query={"days": 3}, expect=200)
 
     # Errors.
     r.call(
@@ -784,8 +787,10 @@ def memories_extracted(conversation_id: str) -> None:
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
 TOKEN_EVENTS_SHOWN = 3
+DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 SEQ = re.compile(r"\b\d{13,}\b")  # a seq in a text (a message naming one): microseconds since 1970
 TIMINGS = {"execution_time": 0.418, "latency_ms": 1.2}
+GUIDE_DAY = date(2025, 6, 2)  # the day of the stand-in times: a usage day is shown as so many days before it
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -844,6 +849,8 @@ def stabilise(examples: list[Example]) -> None:
         return value.replace("http://testserver", BASE_URL)
 
     def walk(value: Any, key: str = "") -> Any:
+        if isinstance(value, str) and key == "day" and DAY.fullmatch(value):
+            return (GUIDE_DAY - (datetime.now(UTC).date() - date.fromisoformat(value))).isoformat()
         if isinstance(value, str):
             return text(value)
         if isinstance(value, bool) or value is None:

@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "chat",
     "mcp_server",
     "store",
+    # The operator's console (the health page): reads every app above, so it comes last of them.
+    "console",
     # The project's own deployment checks (memoryproject/checks.py).
     "memoryproject",
 ]
@@ -364,6 +366,15 @@ CELERY_BEAT_SCHEDULE = {
     },
     # LangGraph store items past their TTL (each write also sweeps its tenant's).
     "store-ttl-sweep": {"task": "store.tasks.store_sweep", "schedule": 300.0},
+    # The health page's history (console.tasks): a sample of the figures of /metrics. One queued while no
+    # worker runs expires rather than being taken late, at the wrong time.
+    "health-sample": {"task": "console.tasks.health_sample", "schedule": 30.0, "options": {"expires": 25.0}},
+    # Each tenant's messages and storage of the day just ended (tenants.usage); hourly, so a missed run is caught up.
+    "usage-rollup": {
+        "task": "tenants.tasks.usage_rollup_due",
+        "schedule": 3600.0,
+        "options": {"queue": MEMORY_DERIVED_QUEUE},
+    },
 }
 
 # --- REST framework ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from conversations.api.views import TenantAPIView, _conversation_id
 from search import selectors
 from search.api import serializers
+from tenants.usage import usage_record
 
 
 class _SearchView(TenantAPIView):
@@ -24,6 +25,7 @@ class _SearchView(TenantAPIView):
         result = selectors.memory_search(
             tenant=self.tenant, request=search_request, conversation_id=conversation_id, user_id=user_id
         )
+        usage_record(tenant=self.tenant, searches=1)  # a search answered counts once, whatever it found
         return Response(serializers.search_answer(text, result))
 
 

@@ -112,7 +112,7 @@ from search.services import conversation_embed
 from store.models import StoreItem
 from summaries.services import summary_create_now
 from tenants import services as tenant_services
-from tenants.models import Tenant, TenantApiKey
+from tenants.models import Tenant, TenantApiKey, TenantUsage
 from tests.conftest import client_for, run_queued_tasks, take_queued_tasks
 
 pytestmark = pytest.mark.django_db
@@ -303,6 +303,7 @@ def tenant_world(tenant: Tenant, *, number: int, message_ids: list[str] | None =
     assert extracted.added == 1
     world.memory_id = str(Memory.objects.for_tenant(tenant).get(user_id=world.user_id).memory_id)
     ExtractionUsage.objects.for_tenant(tenant).create(tenant=tenant, day=date(2025, 1, 1), calls=1, tokens=100)
+    TenantUsage.objects.for_tenant(tenant).create(tenant=tenant, day=date(2025, 1, 1), searches=1, model_tokens=100)
     # What the workers and the sweeper leave behind: a conversation whose cache missed a write, and
     # a task that failed for good.
     CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id=world.conversation_id)
@@ -572,6 +573,7 @@ RULES: dict[tuple[str, str], Rule] = {
     ),
     ("api:user-detail", "DELETE"): Rule(200, answer=_nothing_erased),
     ("api:status", "GET"): Rule(200),
+    ("usage:usage", "GET"): Rule(200, answer=lambda body, world: body["tenant"] == "acme"),
     ("checkpoints:checkpoint-list", "GET"): NOT_FOUND,
     ("checkpoints:checkpoint-list", "POST"): Rule(
         201, body=lambda world: {"checkpoint_id": world.checkpoint_id, "state": {"step": 1}}, creates=_acme_checkpoint_saved
@@ -818,9 +820,9 @@ READS = [
     for endpoint in ENDPOINTS
     if (endpoint.method == "GET" or endpoint.key == ("api:conversation-context", "POST")) and endpoint.name != SLASHED_ID
 ]
-# Reads that answer no tenant content at all (the search status only counts: that the counts are the
-# caller's own is tests/search/test_coverage.py's).
-NO_TENANT_CONTENT = {"api:root", "api:status", "search:user-search-status"}
+# Reads that answer no tenant content at all (the search status and the usage only count: that the
+# counts are the caller's own is tests/search/test_coverage.py's and tests/tenants/test_usage.py's).
+NO_TENANT_CONTENT = {"api:root", "api:status", "search:user-search-status", "usage:usage"}
 
 
 def test_with_the_same_ids_in_both_tenants_every_read_answers_acmes_own_and_nothing_of_globex(

@@ -1,0 +1,395 @@
+"""The health page (``admin/health/``) by role and in degraded states, its panel, the workers'
+heartbeats and the sampler, against the real PostgreSQL, Redis, RabbitMQ and Celery workers.
+
+An engine is made unreachable as the probes' tests do it (``tests/test_health.py``): its setting
+pointed at a port where nothing listens, so it is refused at once.
+"""
+
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from html import unescape
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from console import figures as console_figures
+from console import services, tasks
+from console.models import HealthSample, WorkerHeartbeat
+from conversations.models import CacheRepair, DeadLetter
+from memoryproject import health
+from memoryproject.celery import app as celery_app
+from tests.conversations.test_api import redis_unreachable
+from tests.factories import message_payload
+from tests.faults import free_port, wait_until
+
+PAGE = "/admin/health/"
+PANEL = "/admin/health/panel/"
+SCRAPER = {"HTTP_AUTHORIZATION": "Bearer test-metrics-token"}
+
+
+@pytest.fixture(autouse=True)
+def fresh_checks() -> Iterator[None]:
+    """Each test runs its own round of readiness checks (one round answers for a second)."""
+    health.forget()
+    yield
+    health.forget()
+
+
+@pytest.fixture
+def superuser_client(db: Any) -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser(username="root", password="a-long-password-1"))
+    return client
+
+
+@pytest.fixture
+def broker_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(celery_app.conf, "broker_url", f"amqp://guest:guest@127.0.0.1:{free_port()}//")
+
+
+def page_text(answer: Any) -> str:
+    assert answer.status_code == 200, answer.content[:500]
+    return answer.content.decode()
+
+
+def words(html: str) -> str:
+    """The page's text as read, tags out and spaces folded."""
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+def samples_a_minute_apart(count: int = 3) -> list[HealthSample]:
+    """``count`` samples taken now, dated one sampler interval apart, the last one now."""
+    taken = [services.health_sample_take() for _ in range(count)]
+    now = timezone.now()
+    for index, sample in enumerate(taken):
+        sample.taken_at = now - timedelta(seconds=tasks.SAMPLE_SECONDS * (count - 1 - index))
+        sample.save(update_fields=["taken_at"])
+    return taken
+
+
+def dead_letter(tenant: Any, conversation_id: str) -> DeadLetter:
+    return DeadLetter.unscoped.create(
+        tenant=tenant,
+        task_name="conversations.tasks.messages_persist",
+        payload={"tenant_slug": tenant.slug, "conversation_id": conversation_id},
+        error="IntegrityError: a refused row",
+    )
+
+
+def read_window(api: Any, conversation_id: str, times: int) -> None:
+    for _ in range(times):
+        assert api.get(f"/api/v1/conversations/{conversation_id}/messages/").status_code == 200
+
+
+# --- Who sees what ------------------------------------------------------------------------------------
+
+
+def test_a_superuser_sees_every_engine_the_queues_the_workers_the_figures_and_the_charts(superuser_client, worker, tenant):
+    wait_until(lambda: WorkerHeartbeat.objects.filter(hostname__startswith="main-").exists(), message="the worker's heartbeat")
+    samples_a_minute_apart()
+
+    html = page_text(superuser_client.get(PAGE))
+    text = words(html)
+
+    for engine in ("PostgreSQL", "Redis", "The broker"):
+        assert f"{engine}" in text
+    assert 'data-engine="database" data-ok="true"' in html
+    assert 'data-engine="cache" data-ok="true"' in html
+    assert 'data-engine="broker" data-ok="true"' in html
+    assert settings.MEMORY_QUEUE in text
+    assert settings.MEMORY_DERIVED_QUEUE in text
+    assert 'data-queue="persist" data-served="true"' in html
+    hostname = WorkerHeartbeat.objects.get(hostname__startswith="main-").hostname
+    assert hostname in text
+    assert 'data-missing="false"' in html
+    for figure in (
+        "Persist queue",
+        "Derived queue",
+        "Persist lag p50 / p99",
+        "Cache hit rate",
+        "Dead letters",
+        "Embedding backlog",
+    ):
+        assert figure in text
+    charts = re.findall(r'<polyline class="memory-chart__line" points="([^"]+)"', html)
+    assert len(charts) >= 4  # queues, lag, dead letters... each drawn through the three samples
+    assert all(len(points.split()) >= 2 for points in charts)
+    assert "The whole deployment" in text
+    assert 'href="/admin/health/"' in html  # the link in the header of every admin page
+
+
+def test_a_tenants_operator_sees_its_own_figures_and_nothing_of_another_tenant(
+    operator_client, api, other_api, tenant, other_tenant, worker
+):
+    api.post("/api/v1/conversations/c1/messages/", message_payload(), format="json")
+    other_api.post("/api/v1/conversations/g1/messages/", message_payload(), format="json")
+    for number in range(2):
+        dead_letter(tenant, f"c{number}")
+    for number in range(7):
+        dead_letter(other_tenant, f"g{number}")
+    for number in range(5):
+        CacheRepair.objects.for_tenant(other_tenant).create(tenant=other_tenant, conversation_id=f"g{number}")
+    services.health_sample_take()
+    read_window(other_api, "g1", 6)  # globex's lookups, between two samples
+    samples_a_minute_apart(2)
+
+    html = page_text(operator_client.get(PAGE))
+    text = words(html)
+
+    assert "Tenant acme only" in text
+    assert "globex" not in html
+    assert "Dead letters waiting: latest 2" in html  # acme's own, not the 9 of both tenants
+    assert "Dead letters waiting: latest 9" not in html
+    assert "Awaiting cache repair: latest 0" in html  # globex's 5 repairs are not acme's
+    assert "Cache hit rate: no data" in html  # globex's reads are not acme's lookups
+    figures = {figure.label: figure.value for figure in operator_client.get(PAGE).context["report"].figures}
+    assert figures["Dead letters"] == "2"
+    assert figures["Awaiting cache repair"] == "0"
+    # Nothing that adds tenants up, and nothing of the deployment's internals.
+    for deployment_only in ("Persist queue", "Persist lag", "Derived queue", settings.MEMORY_QUEUE, "main-", "Error"):
+        assert deployment_only not in text, deployment_only
+    assert 'data-engine="cache" data-ok="true"' in html
+    assert 'data-queue="persist" data-served="true"' in html
+
+
+def test_a_tenants_operator_never_reads_another_tenants_part_of_a_sample(operator_client, tenant, other_tenant, worker):
+    dead_letter(other_tenant, "g1")
+    samples_a_minute_apart(2)
+
+    report = operator_client.get(PANEL).context["report"]
+
+    assert report.tenant == "acme"
+    assert all("globex" not in str(chart) for chart in report.charts)
+    assert report.workers == []
+    assert all(queue.depth is None for queue in report.queues)
+    assert all(engine.error == "" for engine in report.engines)
+
+
+def test_a_staff_user_bound_to_no_tenant_sees_the_engines_and_no_figure(client, db, worker):
+    staff = get_user_model().objects.create_user(username="loose", password="a-long-password-1", is_staff=True)
+    client.force_login(staff)
+    samples_a_minute_apart(2)
+
+    html = page_text(client.get(PAGE))
+
+    assert "bound to no tenant" in words(html)
+    assert 'data-engine="database" data-ok="true"' in html
+    assert "memory-chart" not in html
+    assert "Dead letters" not in html
+
+
+@pytest.mark.parametrize("path", [PAGE, PANEL])
+def test_a_user_who_is_not_staff_is_sent_to_the_login_page(client, db, path):
+    client.force_login(get_user_model().objects.create_user(username="customer", password="a-long-password-1"))
+
+    answer = client.get(path)
+
+    assert answer.status_code == 302
+    assert answer["Location"].startswith("/admin/login/?next=")
+    assert Client().get(path)["Location"].startswith("/admin/login/")  # nor anyone signed out
+
+
+# --- Degraded states, in words, with what to do -----------------------------------------------------
+
+
+def test_with_redis_unreachable_the_page_renders_and_names_redis_down_with_what_to_do(superuser_client, tenant, worker):
+    CacheRepair.objects.for_tenant(tenant).create(tenant=tenant, conversation_id="c1")
+
+    with redis_unreachable():
+        answer = superuser_client.get(PAGE)
+        panel = superuser_client.get(PANEL)
+
+    text = words(page_text(answer))
+    assert 'data-engine="cache" data-ok="false"' in answer.content.decode()
+    assert "Degraded: writes are still accepted durably" in text
+    # The readiness decision's own words, then what to do.
+    assert "Redis (REDIS_URL) does not answer: writes are committed to PostgreSQL in the request" in text
+    assert "Start Redis or restore this process's route to it" in text
+    assert "(1 so far) are repaired by the sweep" in text
+    assert "127.0.0.1:1" in text  # a superuser reads the error text
+    assert 'data-engine="cache" data-ok="false"' in page_text(panel)
+
+
+def test_a_tenants_operator_learns_redis_is_down_but_not_the_error_text(operator_client, tenant, worker):
+    with redis_unreachable():
+        html = page_text(operator_client.get(PAGE))
+
+    assert 'data-engine="cache" data-ok="false"' in html
+    assert "Start Redis" in words(html)
+    assert "127.0.0.1" not in html
+
+
+def test_with_the_broker_down_the_page_says_no_write_can_be_accepted(superuser_client, worker, broker_down):
+    wait_until(lambda: WorkerHeartbeat.objects.filter(hostname__startswith="main-").exists(), message="the worker's heartbeat")
+
+    html = page_text(superuser_client.get(PAGE))
+    text = words(html)
+
+    assert 'data-engine="broker" data-ok="false"' in html
+    assert "Unavailable: no write can be accepted" in text
+    assert "the broker (CELERY_BROKER_URL) does not answer: no write can be accepted" in text
+    assert "Start the broker" in text
+    # No consumer count from the broker: the worker's heartbeat says the persist queue has one.
+    assert 'data-queue="persist" data-served="true"' in html
+
+
+def test_no_worker_on_the_persist_queue_is_named_with_the_command_to_start_one(superuser_client, no_worker):
+    text = words(page_text(superuser_client.get(PAGE)))
+
+    assert f"No worker consumes {settings.MEMORY_QUEUE}: acknowledged writes wait in the queue" in text
+    assert f"celery -A memoryproject worker -Q {settings.MEMORY_QUEUE} -n write-$$@%h --pool threads" in text
+
+
+def test_a_worker_killed_without_a_word_is_missing_once_its_heartbeat_is_stale(superuser_client, worker):
+    wait_until(lambda: WorkerHeartbeat.objects.filter(hostname__startswith="main-").exists(), message="the worker's heartbeat")
+    worker.kill()
+    heartbeat = WorkerHeartbeat.objects.get(hostname__startswith="main-")
+    assert 'data-missing="false"' in page_text(superuser_client.get(PAGE))  # heard from within three beats
+
+    WorkerHeartbeat.objects.filter(pk=heartbeat.pk).update(seen_at=timezone.now() - timedelta(seconds=45))  # 4 beats on
+    html = page_text(superuser_client.get(PAGE))
+
+    assert 'data-missing="true"' in html
+    assert f"Worker {heartbeat.hostname} (pid {heartbeat.pid}, {settings.MEMORY_QUEUE}) was last heard from 45 s ago" in words(
+        html
+    )
+
+
+def test_a_worker_that_stops_cleanly_takes_its_heartbeat_with_it(worker):
+    wait_until(lambda: WorkerHeartbeat.objects.filter(hostname__startswith="main-").exists(), message="the worker's heartbeat")
+    heartbeat = WorkerHeartbeat.objects.get(hostname__startswith="main-")
+    assert heartbeat.queues == [settings.MEMORY_QUEUE]
+
+    worker.stop()
+
+    assert not WorkerHeartbeat.objects.filter(hostname__startswith="main-").exists()
+
+
+def test_a_sampler_that_stopped_is_named_with_when_it_last_ran(superuser_client, worker):
+    sample = services.health_sample_take()
+    HealthSample.objects.filter(pk=sample.pk).update(taken_at=timezone.now() - timedelta(minutes=6))
+
+    text = words(page_text(superuser_client.get(PAGE)))
+
+    assert "No sample since" in text
+    assert "(6 min ago)" in text
+    assert "celery -A memoryproject beat" in text
+
+
+def test_dead_letters_waiting_link_to_their_list(superuser_client, tenant, worker):
+    dead_letter(tenant, "c1")
+    dead_letter(tenant, "c2")
+
+    html = page_text(superuser_client.get(PAGE))
+
+    assert "2 dead letters wait for a replay" in words(html)
+    assert 'href="/admin/conversations/deadletter/?replayed_at__isempty=1"' in html
+
+
+# --- The panel ------------------------------------------------------------------------------------------
+
+
+def test_the_panel_answers_alone_never_cached_and_shows_what_changed(superuser_client, tenant, worker):
+    first = superuser_client.get(PANEL)
+    dead_letter(tenant, "c1")
+    second = superuser_client.get(PANEL)
+
+    assert first["X-Health-Panel"] == "1"
+    assert "no-cache" in first["Cache-Control"]
+    assert "<html" not in page_text(first)
+    assert "memory-health__panel" in page_text(first)
+    assert "1 dead letter waits" not in words(page_text(first))
+    assert "1 dead letter waits for a replay" in words(page_text(second))
+
+
+# --- The heartbeats and the samples -------------------------------------------------------------------
+
+
+def test_the_sampler_writes_the_figures_of_metrics(client, api, other_api, tenant, other_tenant, no_worker):
+    api.post("/api/v1/conversations/c1/messages/", message_payload(), format="json")
+    other_api.post("/api/v1/conversations/g1/messages/", message_payload(), format="json")
+    read_window(api, "c1", 3)
+    read_window(other_api, "g1", 2)
+    dead_letter(tenant, "c1")
+
+    sample = HealthSample.objects.get(pk=tasks.health_sample.apply().get())
+    scraped = {
+        (sample_.name, tuple(sorted(sample_.labels.items()))): sample_.value
+        for family in text_string_to_metric_families(client.get("/metrics", **SCRAPER).content.decode())
+        for sample_ in family.samples
+    }
+
+    figures = sample.figures
+    for slug in ("acme", "globex"):
+        for result in ("hit", "miss"):
+            expected = sum(
+                value
+                for (name, labels), value in scraped.items()
+                if name == "memory_cache_requests_total"
+                and dict(labels)["tenant"] == slug
+                and dict(labels)["result"] == result
+                and dict(labels)["data_type"] != "context"
+            )
+            assert figures["tenants"][slug]["cache"][result] == expected, (slug, result)
+        assert (
+            figures["tenants"][slug]["embedding"]["backlog"]
+            == scraped[("memory_embedding_backlog_messages", (("tenant", slug),))]
+        )
+    assert figures["queues"]["persist"]["depth"] == scraped[("memory_queue_depth", ())] == 2
+    assert figures["queues"]["derived"]["depth"] == scraped[("memory_derived_queue_depth", ())]
+    assert figures["queues"]["persist"]["consumers"] == 0
+    lag_count = scraped[("memory_persist_lag_seconds_count", ())]
+    assert figures["persist_lag"]["buckets"][-1] == [None, lag_count]
+    assert figures["dead_letters"]["waiting"] == 1
+    assert figures["tenants"]["acme"]["dead_letters"] == {"waiting": 1}
+
+
+def test_the_beat_schedule_runs_the_sampler_on_a_worker_of_the_persist_queue(worker):
+    entry = settings.CELERY_BEAT_SCHEDULE["health-sample"]
+    assert entry["task"] in celery_app.tasks
+    assert entry["schedule"] == tasks.SAMPLE_SECONDS
+    assert entry["options"]["expires"] < tasks.SAMPLE_SECONDS
+
+    celery_app.send_task(entry["task"], **entry["options"])
+
+    wait_until(HealthSample.objects.exists, message="a sample taken by the worker")
+    assert HealthSample.objects.get().figures["queues"]["persist"]["consumers"] == 1
+
+
+def test_samples_and_heartbeats_older_than_a_day_are_pruned(db):
+    old = services.health_sample_take()
+    HealthSample.objects.filter(pk=old.pk).update(taken_at=timezone.now() - timedelta(days=1, minutes=1))
+    services.heartbeat_record(hostname="gone@host", pid=1, queues=["q"], started_at=timezone.now())
+    WorkerHeartbeat.objects.filter(hostname="gone@host").update(seen_at=timezone.now() - timedelta(days=2))
+
+    kept = services.health_sample_take()
+
+    assert list(HealthSample.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert not WorkerHeartbeat.objects.exists()
+
+
+def test_the_lag_quantiles_are_read_from_the_histogram_as_prometheus_does():
+    # 100 writes: 50 under 10 ms, 40 more under 100 ms, 9 under 1 s, 1 over 60 s.
+    buckets = [[0.01, 50], [0.1, 90], [1.0, 99], [60.0, 99], [None, 100]]
+
+    assert console_figures.quantile(0.5, buckets) == pytest.approx(0.01)
+    assert console_figures.quantile(0.9, buckets) == pytest.approx(0.1)
+    assert console_figures.quantile(0.95, buckets) == pytest.approx(0.1 + 0.9 * 5 / 9)
+    assert console_figures.quantile(0.999, buckets) == 60.0  # past the last bound: that bound
+    assert console_figures.quantile(0.5, [[0.01, 0], [None, 0]]) is None
+
+
+def test_an_interval_across_a_counter_reset_tells_nothing():
+    earlier = {"source": {"process": "h:1"}, "cache": {"hit": 9, "miss": 1, "error": 0}, "persist_lag": {"buckets": [[None, 5]]}}
+    later = {"source": {"process": "h:1"}, "cache": {"hit": 2, "miss": 0, "error": 0}, "persist_lag": {"buckets": [[None, 1]]}}
+    elsewhere = {**later, "source": {"process": "h:2"}}
+
+    assert console_figures.interval_figures(later, earlier)["hit_rate"] is None
+    assert console_figures.interval_figures(later, earlier)["lag_p99"] is None
+    assert console_figures.interval_figures(elsewhere, earlier)["persisted"] is None
