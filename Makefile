@@ -56,7 +56,12 @@ lock:
 run: $(VENV)/.installed
 	$(PY) -m memoryproject.embedded
 
-test: $(VENV)/.installed
+# The TypeScript client's dependencies (client-ts/, its tests run in the suite), exactly as its lock pins them.
+client-ts/node_modules/.installed: client-ts/package-lock.json
+	npm ci --prefix client-ts --no-audit --no-fund
+	touch $@
+
+test: $(VENV)/.installed client-ts/node_modules/.installed
 	$(PY) -m pytest
 
 lint: $(VENV)/.installed
