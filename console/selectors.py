@@ -376,7 +376,9 @@ def _figures(
     paired = _with_intervals(samples, slug=slug)
     latest, interval = paired[-1] if paired else (None, {})
     own = _own(latest["figures"], slug) if latest else {}
-    when = f"over the {_duration(_interval_seconds(samples))} to {latest['taken_at']:%H:%M:%S} UTC" if latest else ""
+    seconds = _interval_seconds(samples)  # None, or 0 for two samples taken together: no span to name
+    span = f"the {_duration(seconds)}" if seconds else "the last interval"
+    when = f"over {span} to {latest['taken_at']:%H:%M:%S} UTC" if latest else ""
     rate = interval.get("hit_rate")
     figures: list[Figure] = []
     if slug is None:
@@ -428,7 +430,7 @@ def _figures(
         Figure(
             "Embedding backlog",
             number(backlog) if backlog is not None else "unknown",
-            f"oldest waiting {_duration(lag)}" if lag else ("none waits" if backlog == 0 else "no sample"),
+            f"the oldest waiting for {_duration(lag)}" if lag else ("none waits" if backlog == 0 else "no sample"),
             "warning" if lag and lag > EMBEDDING_LAG_LIMIT_SECONDS else "",
         )
     )
@@ -667,7 +669,7 @@ def _percent(value: float | None) -> str:
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None or seconds < 1:  # one sample, or two taken together: no interval to name
+    if seconds is None:
         return "last interval"
     seconds = round(seconds)
     if seconds < 120:

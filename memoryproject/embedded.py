@@ -631,10 +631,24 @@ class _Launcher:
     # --- running and stopping
 
     def _supervise(self) -> int:
+        """Until Ctrl-C: a web process that dies stops everything (nothing would answer); a worker
+        that dies is reported and left so, the web process serving on: acknowledged writes wait in
+        the queue, and the admin's health page names the missing worker and what to do."""
+        reported: set[str] = set()
         while not self.stopping.wait(0.5):
-            if dead := self._dead_child():
-                log.error("%s; stopping everything", self._death_message(dead, "unexpectedly"))
-                return 1
+            for dead in [c for c in self.children if c.proc is not None and c.proc.poll() is not None]:
+                if dead.name == "web":
+                    log.error("%s; stopping everything", self._death_message(dead, "unexpectedly"))
+                    return 1
+                if dead.name not in reported:
+                    reported.add(dead.name)
+                    log.error(
+                        "%s; the web process serves on (acknowledged writes wait in the queue; "
+                        "http://127.0.0.1:%d/admin/health/ shows the missing worker). Press Ctrl-C and run "
+                        "make run again to start it.",
+                        self._death_message(dead, "unexpectedly"),
+                        self.port,
+                    )
         return 0
 
     def _stop_children(self) -> None:

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import fasteners
@@ -154,3 +155,40 @@ def test_the_launcher_started_with_dash_m_runs_on_as_a_plain_script(tmp_path: Pa
         launched.kill()
         launched.wait(timeout=10)
         servers_lock.release()
+
+
+class ExitedProcess:
+    """A child's process as the launcher polls it: running (None) or exited with ``returncode``."""
+
+    def __init__(self, returncode: int | None) -> None:
+        self.returncode = returncode
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+def supervised(tmp_path: Path, *, web: int | None, worker: int | None) -> embedded._Launcher:
+    run = launcher(tmp_path)
+    run.children = [
+        embedded._Child(name=name, title=name, argv=[], log_path=tmp_path / f"{name}.log", proc=ExitedProcess(code))  # type: ignore[arg-type]
+        for name, code in (("web", web), ("worker", worker))
+    ]
+    return run
+
+
+def test_a_worker_that_dies_is_reported_once_and_the_web_process_serves_on(tmp_path, caplog):
+    run = supervised(tmp_path, web=None, worker=-signal.SIGKILL)
+    threading.Timer(1.6, run.stopping.set).start()  # Ctrl-C, after a few rounds of supervision
+
+    assert run._supervise() == 0  # stopped by the signal, not by the worker's death
+    reports = [record.getMessage() for record in caplog.records if "exited unexpectedly" in record.getMessage()]
+    assert len(reports) == 1
+    assert "worker (worker) exited unexpectedly (killed by SIGKILL)" in reports[0]
+    assert "http://127.0.0.1:8123/admin/health/" in reports[0]
+
+
+def test_a_web_process_that_dies_stops_everything(tmp_path, caplog):
+    run = supervised(tmp_path, web=1, worker=None)
+
+    assert run._supervise() == 1
+    assert any("web (web) exited unexpectedly (exit code 1); its output" in r.getMessage() for r in caplog.records)

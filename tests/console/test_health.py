@@ -7,7 +7,7 @@ pointed at a port where nothing listens, so it is refused at once.
 
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from html import unescape
 from typing import Any
 
@@ -19,6 +19,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from console import figures as console_figures
+from console import selectors as console_selectors
 from console import services, tasks
 from console.models import HealthSample, WorkerHeartbeat
 from conversations.models import CacheRepair, DeadLetter
@@ -393,3 +394,20 @@ def test_an_interval_across_a_counter_reset_tells_nothing():
     assert console_figures.interval_figures(later, earlier)["hit_rate"] is None
     assert console_figures.interval_figures(later, earlier)["lag_p99"] is None
     assert console_figures.interval_figures(elsewhere, earlier)["persisted"] is None
+
+
+def test_a_backlog_younger_than_a_second_and_samples_taken_together_read_as_words():
+    taken = datetime(2026, 11, 29, 5, 32, 16, tzinfo=UTC)
+    figures = {
+        "source": {"process": "web:1"},
+        "persist_lag": {"buckets": [], "sum": 0.0},
+        "cache": {"hit": 0, "miss": 0, "error": 0},
+        "embedding": {"backlog": 4, "lag_seconds": 0.4},
+    }
+    samples = [{"taken_at": taken, "figures": figures}, {"taken_at": taken, "figures": figures}]
+
+    shown = {figure.label: figure for figure in console_selectors._figures(samples, {}, broker=None, slug=None)}
+
+    assert shown["Embedding backlog"].value == "4"
+    assert shown["Embedding backlog"].detail == "the oldest waiting for 0 s"
+    assert shown["Cache hit rate"].detail == "no lookup over the last interval to 05:32:16 UTC"
