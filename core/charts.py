@@ -99,8 +99,10 @@ def line_chart(
     )
 
 
-def bar_chart(bars: Sequence[tuple[str, float]], *, label: str, unit: str = "") -> SafeString:
-    """Figures side by side, one bar each (a day's usage): ``bars`` are (name, value) in reading order."""
+def bar_chart(bars: Sequence[tuple[str, float]], *, label: str, unit: str = "", summed: bool = True) -> SafeString:
+    """Figures side by side, one bar each (a day's usage): ``bars`` are (name, value) in reading order.
+    The caption gives their sum, or with ``summed=False`` the last one (a level, such as storage at
+    each day's end, is not added up)."""
     values = [value for _, value in bars]
     top = _top(values, None)
     slot = (WIDTH - 2 * PAD) / max(len(bars), 1)
@@ -127,7 +129,7 @@ def bar_chart(bars: Sequence[tuple[str, float]], *, label: str, unit: str = "") 
         '<div class="memory-chart__scale"><span>{}</span><span>top {}</span></div></figure>',
         summary,
         label,
-        number(sum(values), unit) + " in all" if values else "no data",
+        ((number(sum(values), unit) + " in all") if summed else number(values[-1], unit)) if values else "no data",
         WIDTH,
         HEIGHT,
         summary,

@@ -271,8 +271,8 @@ class TenantAdmin(TenantScopedAdmin):
             services.auth_cache_forget(tenant=obj)  # deactivation and new settings apply at once
 
 
-# The figures of the usage table: (name, heading). Each is charted but storage, which is not a sum of
-# its days (a bar chart's caption sums them).
+# The figures of the usage table: (name, heading). Each is charted; storage is a level at each day's
+# end, not a count, so its chart's caption is the latest day's, not the sum of the days.
 USAGE_COLUMNS = (
     ("messages", "Messages"),
     ("searches", "Searches"),
@@ -283,17 +283,13 @@ USAGE_COLUMNS = (
 
 
 def usage_section(days: list[usage.UsageDay]) -> str:
-    """A tenant's usage: a bar chart of each figure counted per day (oldest day first, as read left
-    to right) and the table of the days, newest first, storage in readable units."""
+    """A tenant's usage: a bar chart of each figure per day (oldest day first, as read left to right)
+    and the table of the days, newest first, storage in readable units."""
     oldest_first = list(reversed(days))
     charts = format_html_join(
         "",
         "{}",
-        (
-            (bar_chart([(f"{day.day:%Y-%m-%d}", getattr(day, name)) for day in oldest_first], label=heading),)
-            for name, heading in USAGE_COLUMNS
-            if name != "storage_bytes"
-        ),
+        ((_usage_chart(oldest_first, name, heading),) for name, heading in USAGE_COLUMNS),
     )
     headings = format_html_join("", '<th scope="col">{}</th>', ((heading,) for _, heading in USAGE_COLUMNS))
     rows = format_html_join(
@@ -316,6 +312,13 @@ def usage_section(days: list[usage.UsageDay]) -> str:
         headings,
         rows,
     )
+
+
+def _usage_chart(oldest_first: list[usage.UsageDay], name: str, heading: str) -> str:
+    if name == "storage_bytes":
+        megabytes = [(f"{day.day:%Y-%m-%d}", round(day.storage_bytes / 1_000_000, 2)) for day in oldest_first]
+        return bar_chart(megabytes, label=heading, unit="MB", summed=False)
+    return bar_chart([(f"{day.day:%Y-%m-%d}", getattr(day, name)) for day in oldest_first], label=heading)
 
 
 def _usage_cell(name: str, value: int) -> tuple[str, str]:

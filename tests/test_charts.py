@@ -73,3 +73,10 @@ def test_numbers_read_with_separators_and_at_most_two_decimals():
     assert number(0.125, "s") == "0.12 s"
     assert number(2.5, "%") == "2.5 %"
     assert number(None) == "no data"
+
+
+def test_bars_of_a_level_are_captioned_with_the_latest_not_the_sum():
+    chart = bar_chart([("2026-11-28", 1.5), ("2026-11-29", 2.25)], label="Storage", unit="MB", summed=False)
+
+    assert "in all" not in chart
+    assert '<strong class="memory-chart__value">2.25 MB</strong>' in chart

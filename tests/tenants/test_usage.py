@@ -391,8 +391,8 @@ def test_a_superuser_sees_any_tenants_usage_table_and_charts(
     theirs = client.get(f"{TENANTS}{other_tenant.pk}/change/").content.decode()
 
     assert 'class="memory-usage__table"' in page
-    assert page.count('class="memory-chart memory-chart--bars"') == 4
-    assert page.count('<rect class="memory-chart__bar"') == 4 * 30
+    assert page.count('class="memory-chart memory-chart--bars"') == 5
+    assert page.count('<rect class="memory-chart__bar"') == 5 * 30
     assert f'<time datetime="{days_ago(2).isoformat()}">' in page
     assert "memory/usage.css" in page
     assert "222,222" in theirs

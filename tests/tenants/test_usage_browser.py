@@ -1,8 +1,8 @@
 """A tenant's usage on its admin page, in a real browser: headless Chromium driven by Selenium against
 the live server, with the fixtures of ``tests/conversations/test_admin_browser.py``.
 
-The operator sees the table of the last 30 days and the bar charts of the figures counted per day
-drawn (SVG bars with a height; storage is in the table), and
+The operator sees the table of the last 30 days and a bar chart of each figure per day drawn (SVG
+bars with a height; storage's caption is the latest day's level, not a sum), and
 the page fits a 1280 and a 1440 pixel wide window without scrolling sideways. Screenshots go to
 ``$SCREENSHOT_DIR`` (default ``var/screenshots`` under the repository root).
 """
@@ -87,6 +87,7 @@ def test_the_operator_sees_the_tenants_usage_table_and_bar_charts_without_scroll
         "Searches",
         "Chat runs",
         "Model tokens",
+        "Storage",
     ]
     for chart in charts:
         svg = chart.find_element(By.TAG_NAME, "svg")
