@@ -50,7 +50,13 @@ EMPTY = 15.0  # seconds an empty broker is given before the writes still missing
 
 def arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m torture", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=90.0, help="seconds of workload under faults")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=90.0,
+        help="seconds of workload under faults, at least: the workload goes on until every fault of the schedule "
+        "has been injected once (a slow machine may need longer than the duration for one round)",
+    )
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--tenants", type=int, default=3)
     parser.add_argument("--conversations", type=int, default=4, help="per tenant")
@@ -120,8 +126,10 @@ def nemesis(
     rng: random.Random,
     history: History,
     log: list[str],
+    round_done: threading.Event | None = None,
 ) -> None:
-    """Break one thing (or two) at a time, in the order given, round and round, with calm in between."""
+    """Break one thing (or two) at a time, in the order given, round and round, with calm in between;
+    ``round_done`` is set once every fault has been injected (ended, well or not) once."""
     index = 0
     stop.wait(interval)
     while not stop.is_set() and names:
@@ -137,6 +145,8 @@ def nemesis(
         entry = f"{time.strftime('%H:%M:%S', time.localtime(started))} {name}: {what} ({time.time() - started:.1f} s)"
         log.append(entry)
         say(f"nemesis  {entry}")
+        if round_done is not None and index >= len(names):
+            round_done.set()
         stop.wait(interval)
 
 
@@ -325,8 +335,13 @@ def run(options: argparse.Namespace, seed: int) -> Report:
             for number in range(options.clients)
         ]
         faults: list[str] = []
+        one_round = threading.Event()
+        if not options.fault_names:
+            one_round.set()
         chaos = threading.Thread(
-            target=nemesis, args=(cluster, options.fault_names, options.interval, stop_nemesis, rng, history, faults), daemon=True
+            target=nemesis,
+            args=(cluster, options.fault_names, options.interval, stop_nemesis, rng, history, faults, one_round),
+            daemon=True,
         )
         began = time.time()
         for client in clients:
@@ -335,6 +350,10 @@ def run(options: argparse.Namespace, seed: int) -> Report:
         while (left := options.duration - (time.time() - began)) > 0:
             time.sleep(min(10.0, left))
             say(f"workload {time.time() - began:.0f} s: {progress(history)}")
+        if not one_round.is_set():  # the duration is a floor: every fault scheduled is injected once
+            say(f"workload goes on until the nemesis has injected each of the {len(options.fault_names)} faults once …")
+            while not one_round.wait(10.0) and chaos.is_alive():
+                say(f"workload {time.time() - began:.0f} s: {progress(history)}")
         stop_nemesis.set()
         chaos.join(timeout=180)
         stop_clients.set()
