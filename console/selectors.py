@@ -9,7 +9,7 @@ Contract
   differently whether writes are accepted.
 * What follows the checks asks only the engines that answered: the workers' heartbeats, the counts
   and the samples from PostgreSQL, the queues from the broker. An engine down costs its own timeout
-  once, in the readiness round (and once more for a superuser, to show its error text).
+  once, in the readiness round, which also keeps its error text (shown to a superuser only).
 * Scopes (``Scope``): ``deployment`` (a superuser) sees everything: error texts, queue depths and
   consumers, every worker by node name, the figures of every tenant added up. ``tenant`` (a staff
   user bound to a tenant) sees whether each engine answers, whether a worker consumes each queue and
@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.db.models.fields.json import KeyTransform
 from django.urls import reverse
 from django.utils import timezone
@@ -36,7 +36,6 @@ from console.figures import interval_figures
 from console.heartbeats import MISSING_AFTER_SECONDS
 from console.models import HealthSample, WorkerHeartbeat
 from console.tasks import SAMPLE_SECONDS
-from conversations import cache
 from conversations.models import CacheRepair, DeadLetter
 from conversations.selectors import broker_status
 from core.charts import line_chart, number
@@ -82,6 +81,7 @@ class ReadinessDecision(Protocol):
     status: str
     checks: dict[str, dict[str, Any]]
     message: str
+    errors: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -221,30 +221,11 @@ def _engines(decision: ReadinessDecision, *, with_errors: bool) -> list[Engine]:
         check = decision.checks.get(key)
         if check is None:  # no replica configured
             continue
-        error = _error_text(key) if with_errors and not check["ok"] else ""
+        error = decision.errors.get(key, "") if with_errors and not check["ok"] else ""
         engines.append(
             Engine(key=key, name=name, setting=setting, ok=check["ok"], latency_ms=check.get("latency_ms"), error=error)
         )
     return engines
-
-
-def _error_text(key: str) -> str:
-    """What the engine answers now (asked again: the readiness round keeps no error text)."""
-    try:
-        if key == "database":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
-        elif key == "cache":
-            cache.ping()
-        elif key == "broker":
-            return broker_status().get("error", "")
-        else:
-            return "See GET /api/v1/status/ and the web process's log."
-    except Exception as error:  # whatever it is, it is the text the operator needs
-        if key == "database":
-            connection.close_if_unusable_or_obsolete()
-        return str(error).strip()[:200] or repr(error)[:200]
-    return "It answers again."
 
 
 def _heartbeats(*, now: datetime) -> list[Worker] | None:

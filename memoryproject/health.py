@@ -31,7 +31,7 @@ A flood of ``/readyz`` costs at most one round of checks per ``REUSE_SECONDS`` i
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -60,6 +60,8 @@ class Readiness:
     status: str  # "ready", "degraded" or "unavailable"
     checks: dict[str, dict[str, Any]]
     message: str
+    # Each failed check's error text, for the operators' pages only: never in the probes' answer.
+    errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def http_status(self) -> int:
@@ -98,24 +100,28 @@ CHECKS: dict[str, Callable[[], None]] = {
 }
 
 
-def _run(check: Callable[[], None]) -> dict[str, Any]:
+def _run(check: Callable[[], None]) -> tuple[dict[str, Any], str]:
+    """The check's result and, when it failed, its error text ("" when it answered)."""
     started = time.perf_counter()
+    error_text = ""
     try:
         check()
-        ok = True
-    except Exception:  # whatever the failure (refused, timed out, refused login), it does not answer
-        ok = False
+    except Exception as error:  # whatever the failure (refused, timed out, refused login), it does not answer
+        error_text = str(error).strip()[:200] or repr(error)[:200]
         if check is database_answers:
             # A connection that failed mid-use is not reused by the next request of this thread.
             connection.close_if_unusable_or_obsolete()
-    return {"ok": ok, "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
+    return {"ok": not error_text, "latency_ms": round((time.perf_counter() - started) * 1000, 2)}, error_text
 
 
 def readiness_check() -> Readiness:
     """Run every check and decide whether this process can accept a write durably."""
-    checks = {name: _run(check) for name, check in CHECKS.items()}
+    named = dict(CHECKS)
     if replica_configured():
-        checks["replica"] = _run(replica_answers)
+        named["replica"] = replica_answers
+    ran = {name: _run(check) for name, check in named.items()}
+    checks = {name: result for name, (result, _) in ran.items()}
+    errors = {name: text for name, (_, text) in ran.items() if text}
     up = {name: result["ok"] for name, result in checks.items()}
     down = [BACKENDS[name] for name, ok in up.items() if not ok]
     if not down:
@@ -136,6 +142,7 @@ def readiness_check() -> Readiness:
     return Readiness(
         status=status,
         checks=checks,
+        errors=errors,
         message=(
             f"{' and '.join(down)} {'does' if len(down) == 1 else 'do'} not answer: {consequence}. "
             "Check that it runs and that this process reaches it; GET /api/v1/status/ with the metrics "

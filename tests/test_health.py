@@ -117,6 +117,20 @@ def test_the_answer_reveals_no_address_port_or_error_text(client, database_down,
         assert secret not in text
 
 
+def test_the_round_keeps_each_failed_checks_error_text_for_the_operators_only(database_up, cache_down, monkeypatch):
+    pings = []
+    real_ping = health.cache.ping
+    monkeypatch.setattr(health.cache, "ping", lambda: pings.append(1) or real_ping())
+
+    result = health.readiness_check()
+
+    assert pings == [1]  # asked once: the operators' pages read the text from this round
+    assert set(result.errors) == {"cache"}
+    assert "refused" in result.errors["cache"].lower() or "connect" in result.errors["cache"].lower()
+    assert "errors" not in result.as_json()
+    assert result.errors["cache"] not in str(result.as_json())
+
+
 def test_one_round_of_checks_answers_the_probes_of_the_next_second(client, database_up, broker_down, monkeypatch):
     assert probe(client, "/readyz")[0] == 503
     monkeypatch.undo()  # the broker answers again
