@@ -15,6 +15,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from checkpoints.models import Checkpoint, CheckpointWrite
 from conversations import derived
@@ -139,10 +140,9 @@ def checkpoints_panel(conversation: Conversation, request: HttpRequest) -> deriv
                 f"MEMORY_MAX_CHECKPOINTS={keep} of each namespace are kept."
             ),
         )
-    shown = checkpoints[: derived.ROWS_SHOWN]
-    total = len(checkpoints) if len(checkpoints) <= derived.ROWS_SHOWN else of_conversation.count()
-    rows = (
-        derived.row(
+
+    def row(checkpoint: Checkpoint) -> SafeString:
+        return derived.row(
             derived.link(derived.change_url(request, checkpoint), shortened(checkpoint.checkpoint_id, 40)),
             format_html(
                 "{} · {}{}",
@@ -151,19 +151,16 @@ def checkpoints_panel(conversation: Conversation, request: HttpRequest) -> deriv
                 format_html(" · after {}", shortened(checkpoint.parent_id, 24)) if checkpoint.parent_id else "",
             ),
         )
-        for checkpoint in shown
-    )
-    every_one = derived.changelist_url(request, Checkpoint, conversation.tenant_id, conversation__id__exact=conversation.pk)
-    return derived.Panel(
-        title="Checkpoints",
-        figure=str(total),
-        body=derived.join(
-            derived.lead(format_html("Newest first; the newest {} of each namespace are kept.", keep)),
-            derived.items(rows),
-            derived.more(every_one, f"All {derived.plural(total, 'checkpoint')} of this conversation")
-            if every_one or total > len(shown)
-            else "",
-        ),
+
+    return derived.listing(
+        "Checkpoints",
+        checkpoints,
+        of_conversation,
+        row,
+        every_url=derived.changelist_url(request, Checkpoint, conversation.tenant_id, conversation__id__exact=conversation.pk),
+        noun=("checkpoint", "checkpoints"),
+        of="this conversation",
+        first_line=format_html("Newest first; the newest {} of each namespace are kept.", keep),
     )
 
 

@@ -17,13 +17,13 @@ are more) in a fixed number of queries, whatever the conversation holds. A panel
 not answer (Redis, or a service it calls) says so in words instead of failing the page.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib import admin
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
@@ -33,6 +33,8 @@ from django.utils.safestring import SafeString
 from conversations.models import Conversation
 from core.exceptions import ServiceUnavailable
 from core.redis_client import CacheUnavailable
+
+T = TypeVar("T")
 
 # The rows a panel lists; the rest are a link to the app's list, filtered to the conversation or user.
 ROWS_SHOWN = 10
@@ -159,6 +161,34 @@ def more(url: str | None, text: str) -> SafeString:
     if url is None:
         return format_html('<p class="memory-derived__more">{}</p>', text)
     return format_html('<p class="memory-derived__more"><a href="{}">{} →</a></p>', url, text)
+
+
+def listing(
+    title: str,
+    read: Sequence[T],
+    every: QuerySet,
+    row_of: Callable[[T], SafeString],
+    *,
+    every_url: str | None,
+    noun: tuple[str, str],
+    of: str,
+    first_line: str = "",
+) -> Panel:
+    """A panel listing the first ``ROWS_SHOWN`` of ``read`` (read with one row more, to know whether
+    there are more), each ``row_of(it)``; its figure is how many there are in all (``every`` counted
+    only when there are more), and it closes with a link to ``every_url``, the whole list ("All 12
+    summaries of this conversation": ``noun`` singular and plural, ``of`` whom)."""
+    shown = read[:ROWS_SHOWN]
+    total = len(read) if len(read) <= ROWS_SHOWN else every.count()
+    return Panel(
+        title=title,
+        figure=str(total),
+        body=join(
+            lead(first_line) if first_line else "",
+            items(row_of(each) for each in shown),
+            more(every_url, f"All {plural(total, *noun)} of {of}") if every_url or total > len(shown) else "",
+        ),
+    )
 
 
 def join(*parts: str) -> SafeString:

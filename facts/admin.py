@@ -16,6 +16,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from conversations import derived
@@ -140,10 +141,9 @@ def facts_panel(conversation: Conversation, request: HttpRequest) -> derived.Pan
                 f"(PUT /api/v1/users/{user_id}/facts/<key>/) or the MCP tool set_fact."
             ),
         )
-    shown = facts[: derived.ROWS_SHOWN]
-    total = len(facts) if len(facts) <= derived.ROWS_SHOWN else facts_of_user.count()
-    rows = (
-        derived.row(
+
+    def row(fact: UserFact) -> SafeString:
+        return derived.row(
             format_html(
                 "{} {}",
                 derived.link(derived.change_url(request, fact), fact.key),
@@ -151,19 +151,16 @@ def facts_panel(conversation: Conversation, request: HttpRequest) -> derived.Pan
             ),
             format_html("updated {} · {} tok", derived.when(fact.updated_at), fact.token_count),
         )
-        for fact in shown
-    )
-    every_one = derived.changelist_url(request, UserFact, conversation.tenant_id, user_id=user_id)
-    return derived.Panel(
-        title="User facts",
-        figure=str(total),
-        body=derived.join(
-            derived.lead(format_html("Of user <code>{}</code>", user_id)),
-            derived.items(rows),
-            derived.more(every_one, f"All {derived.plural(total, 'fact')} of this user")
-            if every_one or total > len(shown)
-            else "",
-        ),
+
+    return derived.listing(
+        "User facts",
+        facts,
+        facts_of_user,
+        row,
+        every_url=derived.changelist_url(request, UserFact, conversation.tenant_id, user_id=user_id),
+        noun=("fact", "facts"),
+        of="this user",
+        first_line=format_html("Of user <code>{}</code>", user_id),
     )
 
 

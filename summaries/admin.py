@@ -11,6 +11,7 @@ from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
+from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from conversations import derived
@@ -85,14 +86,9 @@ def summaries_panel(conversation: Conversation, request: HttpRequest) -> derived
                 f"{derived.plural(pairs, 'pair')}."
             )
         return derived.Panel(title="Summaries", body=derived.empty(text), figure="0")
-    shown = summaries[: derived.ROWS_SHOWN]
-    total = (
-        len(summaries)
-        if len(summaries) <= derived.ROWS_SHOWN
-        else Summary.objects.for_tenant(tenant).filter(conversation=conversation).count()
-    )
-    rows = (
-        derived.row(
+
+    def row(summary: Summary) -> SafeString:
+        return derived.row(
             derived.link(
                 derived.change_url(request, summary),
                 f"Messages #{summary.first_seq}–#{summary.last_seq}",
@@ -109,18 +105,15 @@ def summaries_panel(conversation: Conversation, request: HttpRequest) -> derived
                 '<span title="{}">{}</span>', Truncator(summary.text).chars(500), Truncator(summary.text).chars(PREVIEW_CHARS)
             ),
         )
-        for summary in shown
-    )
-    every_one = derived.changelist_url(request, Summary, conversation.tenant_id, conversation__id__exact=conversation.pk)
-    return derived.Panel(
-        title="Summaries",
-        figure=str(total),
-        body=derived.join(
-            derived.items(rows),
-            derived.more(every_one, f"All {derived.plural(total, 'summary', 'summaries')} of this conversation")
-            if total > len(shown) or every_one
-            else "",
-        ),
+
+    return derived.listing(
+        "Summaries",
+        summaries,
+        Summary.objects.for_tenant(tenant).filter(conversation=conversation),
+        row,
+        every_url=derived.changelist_url(request, Summary, conversation.tenant_id, conversation__id__exact=conversation.pk),
+        noun=("summary", "summaries"),
+        of="this conversation",
     )
 
 
