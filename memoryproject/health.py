@@ -145,8 +145,9 @@ def readiness_check() -> Readiness:
         errors=errors,
         message=(
             f"{' and '.join(down)} {'does' if len(down) == 1 else 'do'} not answer: {consequence}. "
-            "Check that it runs and that this process reaches it; GET /api/v1/status/ with the metrics "
-            "token gives the error texts."
+            f"Check that {'it runs' if len(down) == 1 else 'they run'} and that this process reaches "
+            f"{'it' if len(down) == 1 else 'them'}; "
+            "GET /api/v1/status/ with the metrics token gives the error texts."
         ),
     )
 

@@ -106,6 +106,7 @@ def test_redis_and_postgresql_down_is_unavailable_naming_both(client, database_d
 
     assert status == 503
     assert answer["message"].startswith("PostgreSQL (DATABASE_URL) and Redis (REDIS_URL) do not answer")
+    assert "Check that they run and that this process reaches them;" in answer["message"]
 
 
 def test_the_answer_reveals_no_address_port_or_error_text(client, database_down, cache_down, broker_down):
