@@ -107,12 +107,16 @@ QUEUES = (settings.MEMORY_QUEUE, settings.MEMORY_DERIVED_QUEUE)
 
 
 def purge_queue() -> None:
-    """Empty the test queues, declaring them first (as a worker would) so they always exist."""
+    """Empty the test queues, declaring them first (as a worker would) so they always exist, and take
+    this run's tasks still waiting out a countdown in RabbitMQ's delay queues: an earlier test's
+    delayed task (a cache repair sweep, a barrier) would otherwise reach a queue in the middle of a
+    later test."""
     with celery_app.connection_for_write() as broker:
         for queue in QUEUES:
             try:
                 celery_app.amqp.queues[queue](broker.default_channel).declare()
                 broker.default_channel.queue_purge(queue)
+                take_delayed_tasks(broker.default_channel, queue)
             except Exception:  # a test left the broker unreachable: its own fixtures restore it
                 broker.close()
 
