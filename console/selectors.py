@@ -117,6 +117,7 @@ class Queue:
     last_heard_ago: str
     served: bool | None  # None: neither the broker nor the heartbeats can tell
     start_command: str
+    broker_answers: bool = True  # False: its workers (served from their heartbeats) wait for the broker
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,7 @@ def _queues(broker: dict[str, Any] | None, heartbeats: list[Worker] | None, *, n
                 last_heard_ago=_ago(now - last_heard) if last_heard else "never",
                 served=served,
                 start_command=commands[role],
+                broker_answers=answered,
             )
         )
     return queues

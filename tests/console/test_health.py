@@ -106,6 +106,8 @@ def test_a_superuser_sees_every_engine_the_queues_the_workers_the_figures_and_th
     assert settings.MEMORY_QUEUE in text
     assert settings.MEMORY_DERIVED_QUEUE in text
     assert 'data-queue="persist" data-served="true"' in html
+    assert "consumed" in text
+    assert "workers wait for the broker" not in text
     hostname = WorkerHeartbeat.objects.get(hostname__startswith="main-").hostname
     assert hostname in text
     assert 'data-missing="false"' in html
@@ -238,6 +240,8 @@ def test_with_the_broker_down_the_page_says_no_write_can_be_accepted(superuser_c
     assert "Start the broker" in text
     # No consumer count from the broker: the worker's heartbeat says the persist queue has one.
     assert 'data-queue="persist" data-served="true"' in html
+    assert "workers wait for the broker" in text  # alive, but nothing is consumed while it is down
+    assert "consumed" not in text
 
 
 def test_no_worker_on_the_persist_queue_is_named_with_the_command_to_start_one(superuser_client, no_worker):
