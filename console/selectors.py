@@ -117,7 +117,7 @@ class Queue:
     last_heard_ago: str
     served: bool | None  # None: neither the broker nor the heartbeats can tell
     start_command: str
-    broker_answers: bool = True  # False: its workers (served from their heartbeats) wait for the broker
+    broker_answers: bool  # False: its workers (served from their heartbeats) wait for the broker
 
 
 @dataclass(frozen=True)

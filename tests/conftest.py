@@ -112,13 +112,13 @@ def purge_queue() -> None:
     delayed task (a cache repair sweep, a barrier) would otherwise reach a queue in the middle of a
     later test."""
     with celery_app.connection_for_write() as broker:
-        for queue in QUEUES:
-            try:
+        try:
+            for queue in QUEUES:
                 celery_app.amqp.queues[queue](broker.default_channel).declare()
                 broker.default_channel.queue_purge(queue)
-                take_delayed_tasks(broker.default_channel, queue)
-            except Exception:  # a test left the broker unreachable: its own fixtures restore it
-                broker.close()
+            take_delayed_tasks(broker.default_channel, *QUEUES)
+        except Exception:  # a test left the broker unreachable: its own fixtures restore it
+            broker.close()
 
 
 @pytest.fixture(autouse=True)
@@ -272,17 +272,18 @@ def take_queued_tasks(queue: str | None = None) -> list[tuple[str, Any]]:
     return tasks
 
 
-def take_delayed_tasks(channel: Any, queue: str) -> list[Any]:
-    """The messages published with a countdown for ``queue`` still waiting in RabbitMQ's delay
+def take_delayed_tasks(channel: Any, *queues: str) -> list[Any]:
+    """The messages published with a countdown for ``queues`` still waiting in RabbitMQ's delay
     queues, taken now as if their time had come (a test runs a round of barriers without waiting
     for its slack). Those of other queues (other test runs on this broker) are put back."""
     if settings.MEMORY_QUEUE_TYPE != "quorum":
         return []
+    endings = tuple(f".{queue}" for queue in queues)
     taken, others = [], []
     for level in range(MAX_NUMBER_OF_BITS_TO_USE):
         try:
             while (message := channel.basic_get(level_name(level), no_ack=False)) is not None:
-                if message.delivery_info["routing_key"].endswith(f".{queue}"):
+                if message.delivery_info["routing_key"].endswith(endings):
                     channel.basic_ack(message.delivery_tag)
                     taken.append(message)
                 else:
