@@ -235,6 +235,8 @@ def _override_rule(name: str, kind: str, shares: tuple[str, ...], code_naming: t
         return 'an http(s) URL the egress policy lets tenants reach (MEMORY_EGRESS_ALLOWED_NETWORKS), or ""'
     if name in shares:
         return "a number from 0 to 1"
+    if kind == "bool":
+        return "true or false (a JSON boolean; a string is refused)"
     if kind == "int":
         return "a whole number, 0 or more"
     if kind == "float":
