@@ -48,6 +48,12 @@ PROCESS_VARIABLES = {
         "`memoryproject.settings.production` or `memoryproject.settings.test` (pytest's).",
     ),
     "PORT": ("8000", "The port `make run` (python -m memoryproject.embedded) serves on, on 127.0.0.1."),
+    "GUNICORN_KEEPALIVE": (
+        "75",
+        "Seconds gunicorn (gunicorn.conf.py) keeps an idle connection open for its next request. Longer than the "
+        "idle timeout of whatever sits in front (a load balancer or proxy reusing its connections: 60 s on AWS's ALB), "
+        "or the balancer now and then sends a request on a connection gunicorn is closing (docs/deployment.md).",
+    ),
     "PROMETHEUS_MULTIPROC_DIR": (
         "unset",
         "A directory shared by the processes of one host, so that /metrics adds up their figures (prometheus_client); "
@@ -187,11 +193,11 @@ def read_variables() -> dict[str, Variable]:
 
 
 def undocumented_process_variables() -> list[str]:
-    """Variables read with os.environ under memoryproject/ (the settings apart) that PROCESS_VARIABLES
-    does not describe."""
+    """Variables read with os.environ under memoryproject/ and in gunicorn.conf.py (the settings apart)
+    that PROCESS_VARIABLES does not describe."""
     read = set()
     pattern = re.compile(r"os\.environ(?:\.get|\.setdefault)?[\[(]\s*\"([A-Z0-9_]+)\"")
-    for path in (ROOT / "memoryproject").glob("*.py"):
+    for path in [*(ROOT / "memoryproject").glob("*.py"), ROOT / "gunicorn.conf.py"]:
         read.update(pattern.findall(path.read_text()))
     return sorted(read - set(PROCESS_VARIABLES) - set(read_variables()))
 
