@@ -11,6 +11,7 @@ refuse unscoped queries (``tenants.managers``).
 from django.db import models
 
 from conversations.models import Conversation
+from core.jsonb import JsonbEncoder
 from tenants.managers import TenantManager, UnscopedManager
 from tenants.models import Tenant
 
@@ -22,8 +23,9 @@ class Checkpoint(models.Model):
     namespace = models.CharField(max_length=255, blank=True, default="")
     checkpoint_id = models.CharField(max_length=64)
     parent_id = models.CharField(max_length=64, blank=True, default="")
-    state = models.JSONField()
-    metadata = models.JSONField(default=dict, blank=True)
+    # Written with JsonbEncoder: floats come back floats (core.jsonb).
+    state = models.JSONField(encoder=JsonbEncoder)
+    metadata = models.JSONField(default=dict, blank=True, encoder=JsonbEncoder)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -54,7 +56,7 @@ class CheckpointWrite(models.Model):
     # Negative for LangGraph's special channels (error, interrupt, scheduled, resume).
     idx = models.IntegerField()
     channel = models.CharField(max_length=255)
-    value = models.JSONField(null=True)
+    value = models.JSONField(null=True, encoder=JsonbEncoder)
 
     objects = TenantManager()
     unscoped = UnscopedManager()

@@ -18,6 +18,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
+from core.jsonb import JsonbEncoder
 from tenants.managers import TenantManager, UnscopedManager
 from tenants.models import Tenant
 
@@ -27,7 +28,7 @@ class StoreItem(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     namespace = ArrayField(models.TextField())
     key = models.TextField()
-    value = models.JSONField()
+    value = models.JSONField(encoder=JsonbEncoder)  # floats come back floats (core.jsonb)
     # How the item was indexed when put: not at all, the whole value (no paths), or these paths.
     indexed = models.BooleanField(default=True)
     index_paths = ArrayField(models.TextField(), null=True, blank=True)

@@ -11,13 +11,13 @@ writes in ``writes_sort_key`` order, ``list`` filters, string channel versions):
   (nothing refers to an older checkpoint, since the service retires old ones: it keeps the newest
   ``MEMORY_MAX_CHECKPOINTS`` per conversation and namespace).
 * A value (channel value or pending write) is encoded as ``{"json": value}`` when it is plain JSON
-  that comes back equal from storage (dicts with str keys, lists, str, int, finite float, bool,
-  None; no tuple, bytes or object), and as ``{"type": t, "data": base64}`` from the serializer's
+  that comes back equal from storage (dicts with str keys, lists, str, int of at most 64 bits,
+  finite float but ``-0.0``, bool, None; no tuple, bytes or object), and as ``{"type": t, "data": base64}`` from the serializer's
   ``dumps_typed`` otherwise. A checkpoint field other than ``channel_values`` that is not plain
   JSON is kept the second way under ``state["typed_fields"]``.
 * Metadata is ``get_serializable_checkpoint_metadata(config, metadata)`` stored as JSON (tuples
-  become lists; anything JSON cannot hold is stored as its ``str``). ``list``'s ``filter`` compares
-  metadata values for equality, on the client.
+  become lists; anything JSON cannot hold is stored as its ``str``; ``-0.0`` comes back ``0.0``).
+  ``list``'s ``filter`` compares metadata values for equality, on the client.
 * "Newest" is the order the service saved checkpoints in; ``before`` lists what was saved before
   that checkpoint. A missing conversation or checkpoint reads as ``None`` / nothing; deleting a
   thread that does not exist is a no-op.
@@ -64,10 +64,9 @@ PAGE_SIZE: Final = 100
 PUT_WAIT_SECONDS: Final = 30.0
 TRACKED_PUTS: Final = 1024
 TYPED_FIELDS: Final = "typed_fields"
-# Integers beyond 64 bits and floats printed with a positive exponent do not come back from
-# PostgreSQL's jsonb as the same Python value (1e+20 is read back as an int); they are typed instead.
+# Integers beyond 64 bits, and -0.0 (PostgreSQL's jsonb keeps numbers as numeric, which has no
+# negative zero), are typed instead of stored as JSON.
 INT_BOUND: Final = 2**63
-FLOAT_BOUND: Final = 1e16
 
 
 def is_plain_json(value: Any) -> bool:
@@ -86,7 +85,7 @@ def is_plain_json(value: Any) -> bool:
                 return False
         elif kind is float:
             negative_zero = item == 0 and math.copysign(1.0, item) < 0
-            if not math.isfinite(item) or abs(item) >= FLOAT_BOUND or negative_zero:
+            if not math.isfinite(item) or negative_zero:
                 return False
         elif kind is list:
             pending.extend(item)

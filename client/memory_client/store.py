@@ -59,11 +59,9 @@ answer alike otherwise):
 * Filters compare JSON: ``True`` never equals ``1``, and an ordering operator on a missing,
   boolean or text field is false (``InMemoryStore`` compares ``float()`` of it, or raises).
 * A batch ``PutOp`` with the empty namespace is refused (400); ``InMemoryStore`` stores it.
-* A number comes back as PostgreSQL's ``jsonb`` keeps it (``numeric``, as JSON wrote it): a float of
-  magnitude ``1e16`` or more (a whole number, written ``1e+16``) comes back as the ``int`` of its
-  value, ``float()`` of which is the float put, and ``-0.0`` as ``0.0``; other floats, ``3.0``
-  included, stay floats. ``InMemoryStore`` keeps the very object. Put a number whose type matters
-  as a string, or read it with ``float()``. Filters compare values, so ``{"size": 1e16}`` matches.
+* A number comes back with its value and type (a float of ``1e16`` or more, or ``3.0``, as a float),
+  except ``-0.0``, which comes back as ``0.0``: PostgreSQL's ``jsonb`` keeps numbers as ``numeric``,
+  which has no negative zero. ``InMemoryStore`` keeps the very object.
 """
 
 from __future__ import annotations

@@ -239,6 +239,29 @@ def test_a_replaced_checkpoint_sent_without_a_parent_loses_it(api, tenant):
 # --- Pending writes ---------------------------------------------------------------------------------------
 
 
+# Floats of 1e16 and more are written 1e+16, which jsonb alone would give back as ints.
+NUMBERS = {"big": 1e16, "bigger": -2.5e17, "largest": 1.7976931348623157e308, "whole": 3.0, "count": 7, "text": "1e+16"}
+
+
+def test_floats_of_1e16_and_more_come_back_as_floats_in_state_metadata_and_writes(api, tenant):
+    save(api, "cp1", state={"channel_values": {"numbers": NUMBERS}}, metadata={"step": 1, "numbers": NUMBERS})
+    put_writes(api, "cp1", "task-a", [{"idx": 0, "channel": "numbers", "value": NUMBERS}])
+
+    loaded = api.get(checkpoint_url("cp1")).json()
+    (listed_one,) = api.get(checkpoints_url()).json()["checkpoints"]
+
+    for checkpoint in (loaded, listed_one, api.get(latest_url()).json()):
+        for numbers in (
+            checkpoint["state"]["channel_values"]["numbers"],
+            checkpoint["metadata"]["numbers"],
+            checkpoint["writes"][0]["value"],
+        ):
+            assert numbers == NUMBERS
+            assert {name: type(number) for name, number in numbers.items()} == {
+                name: type(number) for name, number in NUMBERS.items()
+            }
+
+
 def test_a_write_with_a_non_negative_idx_is_kept_first_write_wins(api, tenant):
     save(api, "cp1")
 

@@ -146,11 +146,31 @@ def test_plain_json_state_stays_readable_and_reads_back_as_in_memory(memory: Mem
     raw = memory.get_checkpoint("encoding", checkpoint["id"])
     stored_values = raw["state"]["channel_values"]
     assert stored_values["plain"] == {"json": values["plain"]}
-    assert {name for name, value in stored_values.items() if "json" in value} == {"plain", "unversioned"}
+    assert {name for name, value in stored_values.items() if "json" in value} == {"plain", "big", "unversioned"}
     assert raw["state"]["channel_versions"] == versions
     assert raw["metadata"] == metadata
     assert [write["value"].get("json") for write in raw["writes"]] == ["second", {"n": 1}, None]
     assert raw["writes"][2]["value"]["type"] == "msgpack"
+
+
+def test_metadata_keeps_its_floats_whatever_their_size_as_in_memory(memory: MemoryClient) -> None:
+    saver, reference = ServiceCheckpointSaver(memory), InMemorySaver()
+    metadata = {"source": "loop", "step": 3, "parents": {}, "score": 1e16, "budget": -2.5e17, "largest": 1.7976931348623157e308}
+    config = {"configurable": {"thread_id": "metadata-floats", "checkpoint_ns": ""}}
+    checkpoint = {"v": 4, "id": str(uuid.uuid4()), "ts": "2026-05-01T10:00:00+00:00", "channel_values": {}}
+    checkpoint |= {"channel_versions": {}, "versions_seen": {}, "updated_channels": []}
+
+    found = []
+    for checkpointer in (saver, reference):
+        stored_config = checkpointer.put(config, checkpoint, metadata, {})
+        found.append((checkpointer.get_tuple(stored_config).metadata, list(checkpointer.list(config, filter={"score": 1e16}))))
+
+    (kept, listed), (in_memory, listed_in_memory) = found
+    assert kept == in_memory
+    assert {name: type(value) for name, value in kept.items()} == {name: type(value) for name, value in in_memory.items()}
+    assert type(kept["score"]) is float
+    assert len(listed) == len(listed_in_memory) == 1
+    assert type(listed[0].metadata["budget"]) is float
 
 
 @pytest.mark.parametrize(
@@ -161,6 +181,7 @@ def test_plain_json_state_stays_readable_and_reads_back_as_in_memory(memory: Mem
         ({1: "int key"}, False),
         (float("nan"), False),
         (-0.0, False),
+        ({"big": 1e16, "bigger": -2.5e17, "largest": 1.7976931348623157e308}, True),
         (2**70, False),
         ("\ud800", False),
     ],

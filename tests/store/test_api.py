@@ -5,6 +5,7 @@ in one transaction, each tenant seeing only its own items.
 by sleeping.
 """
 
+import math
 from datetime import timedelta
 from typing import Any
 
@@ -145,10 +146,58 @@ def test_an_oversize_value_is_refused_naming_the_setting(api, tenant, settings):
     assert not StoreItem.objects.for_tenant(tenant).exists()
 
 
-def test_a_batch_over_the_batch_limit_is_refused(api, settings):
+def test_a_batch_over_the_batch_limit_is_refused_naming_the_limit_for_programs_too(api, settings):
     settings.MEMORY_MAX_BATCH = 2
     error = batch(api, *[get(["n"], str(index)) for index in range(3)], status=400)
     assert "MEMORY_MAX_BATCH=2" in error["message"]
+    assert error["code"] == "limit_exceeded"
+    assert error["details"] == {"field": "operations", "size": 3, "limit": 2}
+
+
+# Floats of 1e16 and more are written 1e+16, which jsonb alone would give back as ints.
+NUMBERS = {
+    "big": 1e16,
+    "bigger": -2.5e17,
+    "largest": 1.7976931348623157e308,
+    "whole": 3.0,
+    "below": 1e15 + 0.5,
+    "small": 1e-7,
+    "count": 7,
+    "huge_count": 10**30,
+    "text": "1e+16",
+    "nested": [{"f": 1e20}, 2e16],
+}
+
+
+def types_of(value: Any) -> Any:
+    """The value with each leaf replaced by its Python type."""
+    if isinstance(value, dict):
+        return {name: types_of(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [types_of(item) for item in value]
+    return type(value)
+
+
+def test_floats_of_1e16_and_more_are_read_back_as_floats(api):
+    batch(api, put(["numbers"], "n", NUMBERS))
+    plain_put = api.put(ITEMS, {"namespace": ["numbers"], "key": "plain", "value": NUMBERS}, format="json")
+    assert plain_put.status_code == 200, plain_put.content
+
+    (got, found) = batch(api, get(["numbers"], "n"), search(["numbers"], filter={"big": 1e16, "bigger": {"$lt": -1e17}}))
+    plain = api.get(ITEMS, {"namespace": ["numbers"], "key": "plain"}).json()
+
+    for value in (got["value"], *(item["value"] for item in found), plain["value"]):
+        assert value == NUMBERS
+        assert types_of(value) == types_of(NUMBERS)
+    assert keys(found) == ["n", "plain"]
+
+
+def test_minus_zero_is_read_back_as_zero_which_jsonb_cannot_tell_apart(api):
+    batch(api, put(["numbers"], "zero", {"z": -0.0}))
+
+    (got,) = batch(api, get(["numbers"], "zero"))
+
+    assert math.copysign(1.0, got["value"]["z"]) == 1.0
 
 
 # --- Namespaces ------------------------------------------------------------------------------------------
