@@ -6,11 +6,12 @@ be stored (``Infinity`` or ``1e400`` in JSON, an escaped NUL or lone surrogate, 
 form error naming the field and the path inside it, never a 500 and never a write that fails later.
 
 ``StorableModelForm`` is the base form of every admin that edits stored values: each of its JSON
-fields is a ``StorableJSONField`` (with the admins' ``formfield_overrides``), each text field gets
-the door as a validator.
+fields is a ``StorableJSONField`` (with the admins' ``formfield_overrides``), each text field and each date and time field gets the door as
+a validator (a time outside what can be read back, such as 0001-01-01 00:00, is a form error).
 """
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -19,7 +20,7 @@ from django.db import models
 from django.forms.fields import InvalidJSONInput
 
 from core.exceptions import Unstorable
-from core.storable import MAX_JSON_DEPTH, storable_json, storable_text
+from core.storable import MAX_JSON_DEPTH, storable_datetime, storable_json, storable_text
 
 
 class StorableJSONField(forms.JSONField):
@@ -82,6 +83,17 @@ class StorableTextValidator:
         return hash(self.field)
 
 
+class StorableDateTimeValidator(StorableTextValidator):
+    """The door as a form validator: a time that can be stored, read back and shown everywhere."""
+
+    def __call__(self, value: Any) -> None:
+        if isinstance(value, datetime):
+            try:
+                storable_datetime(value, field=self.field)
+            except Unstorable as error:
+                raise ValidationError(error.message, code="unstorable") from error
+
+
 class StorableModelForm(forms.ModelForm):
     """A model form whose every value passes the door before it is saved."""
 
@@ -92,6 +104,8 @@ class StorableModelForm(forms.ModelForm):
                 field.path = name
             elif isinstance(field, forms.CharField):
                 field.validators.append(StorableTextValidator(name))
+            elif isinstance(field, forms.DateTimeField | forms.SplitDateTimeField):
+                field.validators.append(StorableDateTimeValidator(name))
 
 
 # For an admin's ``formfield_overrides``: every JSON model field edited as storable JSON.

@@ -17,7 +17,11 @@ What is storable:
   at most ``MAX_INT_DIGITS`` decimal digits (Python's own limit for turning one into text, which
   ``json.dumps`` needs), and objects and arrays nest at most ``MAX_JSON_DEPTH`` levels (the value
   itself is level 1), so that every serializer down the line stays within its stack.
-* **Date and time** (``storable_datetime``): timezone-aware, and within Python's range once in UTC.
+* **Date and time** (``storable_datetime``): timezone-aware, and from ``EARLIEST_STORABLE`` to
+  ``LATEST_STORABLE`` once in UTC: the years 1 to 9999 less a day at each end. PostgreSQL keeps
+  times far outside them (before year 1, past 9999), which Python cannot read back; and a time within
+  a day of either end is one that a reader showing it in another time zone cannot turn into that
+  zone's date. Inside these bounds a stored time reads back, and shows, everywhere.
 
 A refusal raises ``Unstorable`` (400 ``validation_error``) whose ``details`` name the path of the bad
 value (``metadata.items[3]``) and the reason, and whose message says what to send instead.
@@ -33,7 +37,7 @@ import json
 import math
 import re
 from collections.abc import Hashable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.exceptions import Unstorable
@@ -45,6 +49,11 @@ MAX_JSON_DEPTH = 100
 # ``json.dumps`` must. A fixed figure, so that the web process and the workers agree.
 MAX_INT_DIGITS = 4300
 _INT_BOUND = 10**MAX_INT_DIGITS
+
+# The first and last instants a stored time may hold (see the module's contract): a day inside
+# Python's range at each end, so that every time zone (their offsets are under a day) can show them.
+EARLIEST_STORABLE = datetime.min.replace(tzinfo=UTC) + timedelta(days=1)
+LATEST_STORABLE = datetime.max.replace(tzinfo=UTC) - timedelta(days=1)
 
 _UNSTORABLE_CHARACTER = re.compile(r"[\x00\ud800-\udfff]")
 # A key shown as ``.name`` in a path; any other is shown quoted, ``["a key"]``.
@@ -129,7 +138,7 @@ def storable_json(value: Any, *, field: str) -> Any:
 
 
 def storable_datetime(value: datetime, *, field: str) -> datetime:
-    """``value`` in UTC, if it is timezone-aware and that instant exists in Python's range in UTC."""
+    """``value`` in UTC, if it is timezone-aware and from ``EARLIEST_STORABLE`` to ``LATEST_STORABLE``."""
     if not isinstance(value, datetime):
         raise Unstorable(
             field=field,
@@ -143,13 +152,20 @@ def storable_datetime(value: datetime, *, field: str) -> datetime:
             advice="send it with its offset, e.g. 2024-05-01T10:00:00Z or 2024-05-01T12:00:00+02:00",
         )
     try:
-        return value.astimezone(UTC)
+        in_utc = value.astimezone(UTC)
     except (OverflowError, ValueError):
+        in_utc = None
+    if in_utc is None or not EARLIEST_STORABLE <= in_utc <= LATEST_STORABLE:
         raise Unstorable(
             field=field,
-            reason="is outside the dates that can be stored once converted to UTC (years 1 to 9999)",
-            advice="send a date and time between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z",
-        ) from None
+            reason="is outside the times that can be stored (0001-01-02 to 9999-12-30, in UTC)",
+            advice=f"send a time from {_shown(EARLIEST_STORABLE)} to {_shown(LATEST_STORABLE)}",
+        )
+    return in_utc
+
+
+def _shown(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 # --- Cleaning a model's output --------------------------------------------------------------------

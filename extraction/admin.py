@@ -84,6 +84,7 @@ class SourceMessage:
     message_id: uuid.UUID
     conversation_id: str
     seq: int
+    position: int  # its place among the conversation's stored messages, oldest first: what a person reads
     role: str
     created_at: datetime
     preview: str
@@ -135,7 +136,9 @@ def _source_messages_read(memories: list[Memory]) -> None:
     for message_id, conversation_pk, conversation_id, seq, role, created_at, preview, position in rows:
         page = -(-position // TRANSCRIPT_PAGE_SIZE)
         url = reverse("admin:conversations_conversation_change", args=[conversation_pk]) + f"?page={page}#seq-{seq}"
-        message = SourceMessage(message_id, conversation_id, seq, role, created_at, _preview(preview, MESSAGE_PREVIEW_CHARS), url)
+        message = SourceMessage(
+            message_id, conversation_id, seq, position, role, created_at, _preview(preview, MESSAGE_PREVIEW_CHARS), url
+        )
         stored.append((conversation_pk, message))
     for memory in wanted:
         own_conversations, own_ids = set(memory.conversation_pks), set(memory.message_ids)
@@ -147,7 +150,7 @@ def _source_messages_read(memories: list[Memory]) -> None:
 
 
 def _message_links(memory: Memory, message_ids: Iterable[uuid.UUID]) -> str:
-    """Short links to ``message_ids`` ("c1 #3"); an id no longer stored is shown as such."""
+    """Short links to ``message_ids`` ("c1, message 3"); an id no longer stored is shown as such."""
     found = _source_messages(memory)
     links = []
     for message_id in message_ids:
@@ -157,11 +160,11 @@ def _message_links(memory: Memory, message_ids: Iterable[uuid.UUID]) -> str:
         for message in stored or []:
             links.append(
                 format_html(
-                    '<a href="{}" class="memory-source" title="{}">{} #{}</a>',
+                    '<a href="{}" class="memory-source" title="{}">{}, message {}</a>',
                     message.url,
                     message.preview,
                     message.conversation_id,
-                    message.seq,
+                    message.position,
                 )
             )
     return format_html_join(", ", "{}", ((link,) for link in links))
@@ -175,13 +178,15 @@ class CurrentFilter(admin.SimpleListFilter):
     parameter_name = "current"
 
     def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
-        return [("yes", "Current"), ("no", "Taken back (valid to set)")]
+        return [("yes", "Current"), ("no", "Taken back (valid to set)"), ("past", "Past versions (replaced by an update)")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         if self.value() == "yes":
             return queryset.filter(valid_to__isnull=True)
         if self.value() == "no":
-            return queryset.filter(valid_to__isnull=False)
+            return queryset.filter(valid_to__isnull=False, version_of__isnull=True)
+        if self.value() == "past":
+            return queryset.filter(version_of__isnull=False)
         return queryset
 
 
@@ -278,7 +283,7 @@ class MemoryAdmin(TenantScopedAdmin):
         (None, {"fields": ("tenant", "user_id", "memory_id", "current")}),
         ("Statement", {"fields": services.CORRECTABLE}),
         ("Provenance", {"fields": ("model", "embedding_model", "created_at", "updated_at", "sources")}),
-        ("History", {"fields": ("history",)}),
+        ("History", {"fields": ("versions", "history")}),
     )
     readonly_fields = (
         "tenant",
@@ -290,6 +295,7 @@ class MemoryAdmin(TenantScopedAdmin):
         "created_at",
         "updated_at",
         "sources",
+        "versions",
         "history",
     )
     actions = ("invalidate",)
@@ -320,6 +326,36 @@ class MemoryAdmin(TenantScopedAdmin):
 
     # --- Columns and fields
 
+    @admin.display(description="Versions")
+    def versions(self, memory: Memory) -> str:
+        """What held before an update (each a memory of its own), or the memory a past version is of."""
+        if memory.version_of_id is not None:
+            head = memory.version_of
+            return format_html(
+                'A past version of <a href="{}">{}</a>, replaced when it stopped holding.',
+                reverse("admin:extraction_memory_change", args=[head.pk]),
+                _preview(head.text),
+            )
+        past = list(
+            Memory.objects.for_tenant(memory.tenant_id)
+            .filter(version_of=memory)
+            .order_by("-valid_to", "-pk")
+            .only("pk", "text", "valid_from", "valid_to")
+        )
+        if not past:
+            return "No update replaced it."
+        rows = [
+            format_html(
+                '<li><a href="{}">{}</a> ({} to {})</li>',
+                reverse("admin:extraction_memory_change", args=[version.pk]),
+                _preview(version.text),
+                _moment(version.valid_from),
+                _moment(version.valid_to),
+            )
+            for version in past
+        ]
+        return format_html('<ol class="memory-versions">{}</ol>', format_html_join("", "{}", ((row,) for row in rows)))
+
     @admin.display(description="Text")
     def text_preview(self, memory: Memory) -> str:
         return _preview(memory.text)
@@ -343,10 +379,10 @@ class MemoryAdmin(TenantScopedAdmin):
             for message in stored or []:
                 rows.append(
                     format_html(
-                        '<li><a href="{}" class="memory-source">{} #{}</a> {}, {}: {}</li>',
+                        '<li><a href="{}" class="memory-source">{}, message {}</a> {}, {}: {}</li>',
                         message.url,
                         message.conversation_id,
-                        message.seq,
+                        message.position,
                         message.role,
                         _moment(message.created_at),
                         message.preview,
@@ -502,16 +538,21 @@ def memories_panel(conversation: Conversation, request: HttpRequest) -> derived.
         .values_list("read_through_seq", flat=True)
         .first()
     )
+    places, stored = derived.message_places(conversation, [read_through] if read_through else [])
     read = (
-        f"Read through #{read_through} of #{conversation.last_seq}."
+        format_html(
+            "Read through {}, {}.",
+            derived.span(places[read_through], places[read_through], stored),
+            derived.when(places[read_through].at),
+        )
         if read_through
-        else f"Not read yet (messages up to #{conversation.last_seq})."
+        else format_html("Not read yet ({} stored).", derived.plural(stored, "message"))
     )
     every_one = derived.changelist_url(request, Memory, conversation.tenant_id, user_id=user_id) if user_id else None
     closing = derived.more(every_one, f"All {derived.plural(of_user, 'memory', 'memories')} of user {user_id}") if user_id else ""
     if not memories:
         body = derived.join(
-            derived.lead(format_html("{}", read)),
+            derived.lead(read),
             derived.empty(
                 "No memory read from this conversation yet: the extractor reads a conversation once "
                 f"MEMORY_EXTRACTION_BATCH_TURNS={tenant.setting('MEMORY_EXTRACTION_BATCH_TURNS')} new user and assistant "

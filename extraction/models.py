@@ -3,12 +3,20 @@ they talk about, kept as current statements with their history.
 
 A ``Memory`` is one statement about a ``subject`` (the user, or a person they named) of one user of
 one tenant: a fact, a preference, an event (with its date when the conversation gives one) or a
-relation between people. It holds when it began to hold (``valid_from``) and, once an update or a
-delete took it back, when it stopped (``valid_to``: a memory with one is no longer current, never
-erased by a delete). ``message_ids`` are the public ids of the messages it was read from, and
-``conversation_pks`` their conversations, so that erasing a conversation erases what was derived
-from it. Every change adds a ``MemoryChange`` holding the version it made and the text it replaced,
-so a superseded statement is never lost; only an erase removes history.
+relation between people. It holds from ``valid_from`` and, once the world changed, until
+``valid_to`` (a memory with one is no longer current, never erased by a delete). ``message_ids``
+are the public ids of the messages it was read from, and ``conversation_pks`` their conversations,
+so that erasing a conversation erases what was derived from it.
+
+Its past is kept twice over. When the conversation says the statement changed (the user moved), the
+memory keeps its id and takes the new version, and the version it replaced becomes a memory of its
+own, ``version_of`` it, holding from its ``valid_from`` until the new version began (its
+``valid_to``), with its own text and sources: a question about a time ("where did she live in
+2022?") finds what held then among memories like any other. And every change adds a
+``MemoryChange`` holding the version it made and the text it replaced. Only an erase removes either.
+
+Times are checked at the door (``core.storable.storable_datetime``) and again by the database
+(``CheckConstraint``): a time that could not be read back can never be stored.
 
 ``ExtractionUsage`` counts, per tenant and UTC day, the extractor's model calls and tokens (what its
 daily bounds are held to), the reads the bounds skipped and the ones that failed for good.
@@ -23,11 +31,18 @@ import uuid
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from conversations.models import Conversation
+from core.storable import EARLIEST_STORABLE, LATEST_STORABLE
 from tenants.managers import TenantManager, UnscopedManager
 from tenants.models import Tenant
+
+
+def storable_time(field: str) -> Q:
+    """A time column that is empty or within what can be stored and read back (``core.storable``)."""
+    return Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__gte": EARLIEST_STORABLE, f"{field}__lte": LATEST_STORABLE})
 
 
 class MemoryKind(models.TextChoices):
@@ -51,6 +66,10 @@ class Memory(models.Model):
     message_ids = ArrayField(models.UUIDField(), default=list)
     conversation_pks = ArrayField(models.BigIntegerField(), default=list)
     model = models.CharField(max_length=200, blank=True, default="")
+    # Set on a version an update replaced: the memory that holds on (its history is that memory's).
+    version_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="past_versions", editable=False
+    )
     # The text's vector (unit float32, little-endian) under ``embedding_model``, for search.
     embedding = models.BinaryField(null=True, blank=True, editable=False)
     embedding_model = models.CharField(max_length=200, blank=True, default="", editable=False)
@@ -69,6 +88,10 @@ class Memory(models.Model):
             models.Index(fields=["tenant", "user_id", "-updated_at"], name="memory_user_recent"),
             # The memories derived from a conversation (its erase).
             GinIndex(fields=["conversation_pks"], name="memory_conversations"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=storable_time("valid_from"), name="memory_valid_from_storable"),
+            models.CheckConstraint(condition=storable_time("valid_to"), name="memory_valid_to_storable"),
         ]
 
     def __str__(self) -> str:
@@ -106,6 +129,10 @@ class MemoryChange(models.Model):
     class Meta:
         db_table = "extracted_memory_changes"
         indexes = [models.Index(fields=["memory", "-changed_at"], name="memory_change_newest")]
+        constraints = [
+            models.CheckConstraint(condition=storable_time("valid_from"), name="memory_change_valid_from_storable"),
+            models.CheckConstraint(condition=storable_time("valid_to"), name="memory_change_valid_to_storable"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} {self.memory_id}"
@@ -137,6 +164,8 @@ class ExtractionUsage(models.Model):
     skipped_reads = models.PositiveIntegerField(default=0)
     skipped_turns = models.PositiveIntegerField(default=0)
     failed_calls = models.PositiveIntegerField(default=0)  # each failed attempt, retried or not
+    # Operations of answers applied that the rules refused (a memory not the user's, no source read).
+    refused_operations = models.PositiveIntegerField(default=0)
     dead_letters = models.PositiveIntegerField(default=0)
 
     objects = TenantManager()

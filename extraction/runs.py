@@ -21,7 +21,10 @@ at a time, and for each read:
 Two runs of one conversation never read at once: the second finds it busy and leaves (the first reads
 on while a batch is due; what is left is read by the quiet sweep).
 
-A model that fails, times out or answers what cannot be applied raises ``ExtractionFailed``: the task
+A model that cannot be set up as configured (a tenant's own base URL and no credential stored, say)
+reads nothing: the status says ``no_model`` and the run stops there, its turns unread until it can
+(never a dead letter for a configuration). A model that fails, times out or answers what cannot be
+applied raises ``ExtractionFailed``: the task
 retries it with backoff and in the end records a dead letter holding the read (``after_seq``,
 ``through_seq``), and moves the watermark past it so the conversation's later turns are read; an
 operator's replay reads that range again (``replay``), which merges rather than duplicates.
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 
 import structlog
+from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -62,6 +66,11 @@ class ExtractionFailed(Exception):
         self.reason = reason
         self.after_seq = after_seq
         self.through_seq = through_seq
+
+
+class NoModel(Exception):
+    """The tenant's model cannot be set up as configured (found as the run began to call it): the run
+    stops with ``no_model`` and its turns stay unread, neither retried nor a dead letter."""
 
 
 @dataclass
@@ -100,9 +109,14 @@ def conversation_extract(
         if not alone:  # another run reads it now, and reads on while a batch is due
             result.stopped = "busy"
             return result
-        return _runs(
-            tenant=tenant, conversation=conversation, quiet=quiet, after_seq=after_seq, through_seq=through_seq, result=result
-        )
+        try:
+            return _runs(
+                tenant=tenant, conversation=conversation, quiet=quiet, after_seq=after_seq, through_seq=through_seq, result=result
+            )
+        except NoModel as error:
+            logger.warning("extraction_model_not_set_up", tenant=tenant.slug, detail=str(error))
+            result.stopped = "no_model"
+            return result
 
 
 @contextmanager
@@ -189,6 +203,15 @@ def _read(
         model=chosen.spec,
         replay=replay,
     )
+    if applied.refused:
+        _count(tenant, refused_operations=len(applied.refused))
+        logger.warning(
+            "extraction_operations_refused",
+            tenant=tenant.slug,
+            conversation_id=conversation.conversation_id,
+            refused=len(applied.refused),
+            why=applied.refused[:5],
+        )
     services.memories_embed(tenant=tenant, user_id=conversation.user_id)
     result.reads += 1
     result.turns += len(read)
@@ -207,7 +230,7 @@ def _read(
         updated=applied.updated,
         deleted=applied.deleted,
         merged=applied.merged,
-        refused=applied.refused[:5],
+        refused=len(applied.refused),
         repeated=applied.repeated,
     )
 
@@ -230,7 +253,9 @@ def _call(
         if chosen.provider == "openai":  # its JSON mode: the answer is one JSON object
             model = model.bind(response_format={"type": "json_object"})  # type: ignore[assignment]
         answer = invoke_within(model, messages, timeout=timeout)
-    except ServiceUnavailable as error:  # the model cannot be built (a credential, an integration)
+    except chat_models.ChatModelNotConfigured as error:  # never called: the turns wait for a model that can be
+        raise NoModel(error.message) from error
+    except ServiceUnavailable as error:  # the model cannot be built now (its credential cannot be read)
         _count(tenant, calls=1, failed_calls=1)
         raise ExtractionFailed(error.message, reason="unavailable", after_seq=after_seq, through_seq=through_seq) from error
     except TimeoutError as error:
@@ -239,13 +264,27 @@ def _call(
     except Exception as error:  # the provider's error, whatever its type
         _count(tenant, calls=1, failed_calls=1, tokens=_prompt_tokens(prompt))
         raise ExtractionFailed(
-            f"The model failed: {error!r}", reason="error", after_seq=after_seq, through_seq=through_seq
+            f"The model failed: {failure_described(error)}", reason="error", after_seq=after_seq, through_seq=through_seq
         ) from error
     text = cleaned_text(answer.text if isinstance(answer.content, str) else str(answer.text))
     usage = answer.usage_metadata or {}
     spent = int(usage.get("total_tokens") or 0) or _prompt_tokens(prompt) + tokens.count(text)
     _count(tenant, calls=1, tokens=spent, turns_read=turns)
     return text
+
+
+def failure_described(error: BaseException) -> str:
+    """A provider's error as logs and dead letters keep it: its type, and its HTTP status and error code
+    when it has them. Its message may echo the prompt (the user's turns), so it is left out unless the
+    deployment logs content (MEMORY_LOG_CONTENT)."""
+    if settings.MEMORY_LOG_CONTENT:
+        return repr(error)
+    described = type(error).__name__
+    status, code = getattr(error, "status_code", None), getattr(error, "code", None)
+    if isinstance(status, int):
+        described += f" (HTTP {status}"
+        described += f", {code})" if isinstance(code, str) and code.isidentifier() else ")"
+    return described
 
 
 def chosen_for_extraction(chosen: chat_models.ChatSettings, *, timeout: float) -> chat_models.ChatSettings:

@@ -15,7 +15,8 @@ Contract
   of an event dated within a date the question gives (``MEMORY_SEARCH_DATE_WEIGHT``). A memory not
   embedded yet is ranked by its words alone; without the embedding model, by words alone.
 * ``extraction_status``: whether extraction runs for the tenant, with which model, and when it does
-  not, why (``reason``: ``disabled``, ``no_model``).
+  not, why (``reason``: ``disabled``, or ``no_model`` for a model that is not configured or that
+  cannot be set up as configured, such as a tenant's own base URL without its credential).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import structlog
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from conversations.models import Conversation, DeadLetter
@@ -89,7 +90,7 @@ class MemoryHit:
 
 def user_memories(*, tenant: Tenant, user_id: str, filters: MemoryFilters = MemoryFilters()) -> QuerySet[Memory]:
     """The user's memories ``filters`` let through, newest change first (vectors deferred)."""
-    memories = Memory.objects.for_tenant(tenant).filter(user_id=user_id).defer("embedding")
+    memories = _shown(Memory.objects.for_tenant(tenant).filter(user_id=user_id))
     if filters.kind:
         memories = memories.filter(kind=filters.kind)
     if filters.subject:
@@ -166,14 +167,18 @@ def memories_search(
     scores = ranking.fused(rows, weights, named=asked.speakers if asked else frozenset(), windows=asked.windows if asked else ())
     ranked = ranking.top(rows, scores, top_k)
     found = {
-        memory.pk: memory
-        for memory in Memory.objects.for_tenant(tenant).filter(pk__in=[entry.key for entry in ranked]).defer("embedding")
+        memory.pk: memory for memory in _shown(Memory.objects.for_tenant(tenant).filter(pk__in=[entry.key for entry in ranked]))
     }
     return [MemoryHit(memory=found[entry.key], score=round(entry.score, 6)) for entry in ranked if entry.key in found]
 
 
 def memory_get(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID) -> Memory | None:
-    return Memory.objects.for_tenant(tenant).filter(user_id=user_id, memory_id=memory_id).defer("embedding").first()
+    return _shown(Memory.objects.for_tenant(tenant).filter(user_id=user_id, memory_id=memory_id)).first()
+
+
+def _shown(memories: QuerySet[Memory]) -> QuerySet[Memory]:
+    """Memories as they are shown: without their vectors, with the id of the memory a past version is of."""
+    return memories.defer("embedding").annotate(version_of_memory_id=F("version_of__memory_id"))
 
 
 def memory_history(*, tenant: Tenant, memory: Memory) -> list[MemoryChange]:
@@ -208,6 +213,9 @@ def extraction_status(tenant: Tenant) -> dict[str, Any]:
         chosen = extraction_model_settings(tenant)
     except ServiceUnavailable as error:
         return {"enabled": False, "model": None, "reason": "no_model", "detail": error.message}
+    problem = chat_models.setup_problem(tenant, chosen)
+    if problem is not None:  # configured, but it could never be called as it is: no turn is read meanwhile
+        return {"enabled": False, "model": chosen.spec, "reason": "no_model", "detail": problem.message}
     return {"enabled": True, "model": chosen.spec, "reason": None, "detail": None}
 
 
@@ -225,9 +233,18 @@ def usage_today(*, tenant: Tenant, day: Any) -> ExtractionUsage | None:
 def tenant_extraction_status(tenant: Tenant) -> dict[str, Any]:
     """The tenant's status section: ``extraction_status`` with today's usage against the daily
     bounds (calls, tokens, turns read, reads skipped by a bound and their turns, failed calls, dead
-    letters) and the extraction dead letters not replayed yet."""
+    letters, operations of applied answers that the rules refused) and the extraction dead letters not replayed yet."""
     usage = usage_today(tenant=tenant, day=timezone.now().date())
-    counted = ("calls", "tokens", "turns_read", "skipped_reads", "skipped_turns", "failed_calls", "dead_letters")
+    counted = (
+        "calls",
+        "tokens",
+        "turns_read",
+        "skipped_reads",
+        "skipped_turns",
+        "failed_calls",
+        "dead_letters",
+        "refused_operations",
+    )
     return {
         **extraction_status(tenant),
         "today": {name: getattr(usage, name, 0) for name in counted},

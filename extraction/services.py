@@ -23,8 +23,14 @@ naming the problem when it is not one):
   committed cannot add twice.
 - **Near-duplicates merge.** An add whose text, kind and subject match a current memory of the user
   (case, spacing and punctuation aside) joins its sources to that memory (a ``merge`` change).
-- **Nothing is erased.** An update keeps the version it replaced as history, with the time it
-  stopped holding; a delete sets ``valid_to`` and keeps the memory.
+- **Nothing is erased, and the past stays answerable.** An update (the world changed: the user
+  moved) keeps the memory's id for the new version and keeps the version it replaced as a memory of
+  its own (``version_of``), holding until the new version began; a delete sets ``valid_to`` and keeps
+  the memory. Either is dated by what the model says (``valid_from`` of the new version, ``valid_to``
+  of what stopped) or else by when its first source was said, never by when the answer was applied,
+  so that a question about a time answers what held then. A correction by hand
+  (``memory_correct``) fixes what was recorded instead: it rewrites the version in place, the text
+  it replaced kept in the change log.
 
 Every apply of one user takes a transaction-scoped advisory lock on (tenant, user), so two
 extractions of the same user queue behind each other; and it holds the conversation's row against an
@@ -33,6 +39,7 @@ erase (``_still_there``), so that an erase during an extraction leaves nothing r
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,7 +53,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from core.exceptions import MemoryServiceError, NotFound, Unstorable
-from core.storable import storable_text
+from core.storable import storable_datetime, storable_text
 from extraction.models import ExtractionWatermark, Memory, MemoryAction, MemoryChange, MemoryKind
 from search import embeddings
 from search.embeddings import speaker_of
@@ -152,13 +159,13 @@ def _operation(item: Any, index: int) -> Operation:
         raise MalformedOutput(f"{where} is not an object.")
     op = item.get("op")
     if op not in OPERATIONS:
-        raise MalformedOutput(f"{where}.op is {op!r}; it must be one of {', '.join(OPERATIONS)}.")
+        raise MalformedOutput(f"{where}.op must be one of {', '.join(OPERATIONS)} ({_described(op)} given).")
     if op == "none":
         return Operation(op="none")
     memory_id = _memory_id(item, where) if op in ("update", "delete") else None
     kind = item.get("kind")
     if kind is not None and kind not in MemoryKind.values:
-        raise MalformedOutput(f"{where}.kind is {kind!r}; it must be one of {', '.join(MemoryKind.values)}.")
+        raise MalformedOutput(f"{where}.kind must be one of {', '.join(MemoryKind.values)} ({_described(kind)} given).")
     if op == "add" and kind is None:
         raise MalformedOutput(f"{where}: an add needs a kind ({', '.join(MemoryKind.values)}).")
     subject = _text(item, "subject", where, limit=MAX_SUBJECT_CHARS, required=op == "add")
@@ -167,7 +174,7 @@ def _operation(item: Any, index: int) -> Operation:
     if confidence is not None and (
         isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 <= confidence <= 1
     ):
-        raise MalformedOutput(f"{where}.confidence is {confidence!r}; it must be a number from 0 to 1.")
+        raise MalformedOutput(f"{where}.confidence must be a number from 0 to 1 ({_described(confidence)} given).")
     sources = item.get("sources", [])
     if not isinstance(sources, list) or not all(isinstance(source, str) for source in sources):
         raise MalformedOutput(f"{where}.sources must be a list of message ids.")
@@ -189,7 +196,19 @@ def _memory_id(item: Mapping[str, Any], where: str) -> uuid.UUID:
     try:
         return uuid.UUID(value)
     except (AttributeError, TypeError, ValueError):
-        raise MalformedOutput(f"{where}.memory_id is {value!r}; an update or delete names a memory by its id.") from None
+        raise MalformedOutput(
+            f"{where}.memory_id must be a memory's id: an update or delete names one ({_described(value)} given)."
+        ) from None
+
+
+def _described(value: Any) -> str:
+    """What a value of the answer is, without what it says: an error about it is logged, and the
+    answer may be about a user whose data is later erased (logs carry no content)."""
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)  # a number or a constant says nothing about anyone
+    if isinstance(value, str):
+        return f"a text of {len(value)} characters"
+    return {dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
 
 
 def _text(item: Mapping[str, Any], name: str, where: str, *, limit: int, required: bool) -> str | None:
@@ -208,22 +227,26 @@ def _text(item: Mapping[str, Any], name: str, where: str, *, limit: int, require
 
 
 def _when(item: Mapping[str, Any], name: str, where: str) -> datetime | None:
-    """A date (``YYYY-MM-DD``, the start of that day in UTC) or an ISO 8601 time with its offset."""
+    """A date (``YYYY-MM-DD``, the start of that day in UTC) or an ISO 8601 time with its offset,
+    within the times that can be stored and read back (``core.storable.storable_datetime``)."""
     value = item.get(name)
     if value is None:
         return None
+    parsed: datetime | None = None
     if isinstance(value, str):
         try:
-            return datetime.combine(date.fromisoformat(value), time(), tzinfo=UTC)
+            parsed = datetime.combine(date.fromisoformat(value), time(), tzinfo=UTC)
         except ValueError:
-            pass
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            parsed = None
-        if parsed is not None and parsed.tzinfo is not None:
-            return parsed
-    raise MalformedOutput(f"{where}.{name} is {value!r}; it must be a date (YYYY-MM-DD) or an ISO 8601 time with its offset.")
+            try:
+                parsed = datetime.fromisoformat(value)
+            except ValueError:
+                parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise MalformedOutput(f"{where}.{name} is not a date (YYYY-MM-DD) or an ISO 8601 time with its offset.")
+    try:
+        return storable_datetime(parsed, field=f"{where}.{name}")
+    except Unstorable as error:
+        raise MalformedOutput(error.message) from None
 
 
 # --- Applying it -----------------------------------------------------------------------------------
@@ -324,9 +347,7 @@ class _Applying:
         elif operation.op == "update":
             self._update(memory, operation, sources)
         else:
-            memory.valid_to = operation.valid_to or self.now
-            self._save(memory, MemoryAction.DELETE, sources)
-            self.applied.deleted += 1
+            self._delete(memory, operation, sources)
 
     def _memories(self) -> Any:
         """The user's current memories: the only ones an operation may name."""
@@ -356,7 +377,7 @@ class _Applying:
             kind=operation.kind,
             subject=operation.subject,
             text=operation.text,
-            valid_from=operation.valid_from or min(source.created_at for source in sources),
+            valid_from=operation.valid_from or _said(sources),
             confidence=1.0 if operation.confidence is None else operation.confidence,
             model=self.model,
             created_at=self.now,
@@ -375,15 +396,45 @@ class _Applying:
         ):
             self.applied.unchanged += 1
             return
+        began = _not_before(operation.valid_from or _said(sources), memory.valid_from)
+        self._keep_past_version(memory, until=began)
         previous = memory.text
         memory.text, memory.kind, memory.subject, memory.model = text, kind, subject, self.model
         memory.embedding, memory.embedding_model = None, ""  # embedded again by the extraction that wrote it
-        # The version replaced stopped holding when this one began.
-        memory.valid_from = operation.valid_from or min(source.created_at for source in sources)
+        memory.valid_from = began
         if operation.confidence is not None:
             memory.confidence = operation.confidence
         self._save(memory, MemoryAction.UPDATE, sources, previous_text=previous)
         self.applied.updated += 1
+
+    def _keep_past_version(self, memory: Memory, *, until: datetime) -> None:
+        """The version an update replaces, as a memory of its own that held until ``until``."""
+        Memory.objects.for_tenant(self.tenant).create(
+            tenant=self.tenant,
+            user_id=memory.user_id,
+            kind=memory.kind,
+            subject=memory.subject,
+            text=memory.text,
+            valid_from=memory.valid_from,
+            valid_to=until,
+            confidence=memory.confidence,
+            message_ids=memory.message_ids,
+            conversation_pks=memory.conversation_pks,
+            model=memory.model,
+            embedding=memory.embedding,
+            embedding_model=memory.embedding_model,
+            created_at=memory.created_at,
+            updated_at=self.now,
+            version_of=memory,
+        )
+
+    def _delete(self, memory: Memory, operation: Operation, sources: list[ReadMessage]) -> None:
+        """Take a memory back as of when it stopped holding: the model's ``valid_to``, else when the
+        turn that said so was said (a delete read days later is still dated by its turn)."""
+        stopped = operation.valid_to or (_said(sources) if sources else self.now)
+        memory.valid_to = _not_before(stopped, memory.valid_from)
+        self._save(memory, MemoryAction.DELETE, sources)
+        self.applied.deleted += 1
 
     def _save(self, memory: Memory, action: str, sources: list[ReadMessage], *, previous_text: str | None = None) -> None:
         """Save ``memory`` with ``sources`` joined to its own, and the change that made this version."""
@@ -404,6 +455,17 @@ class _Applying:
             model=self.model,
             changed_at=self.now,
         )
+
+
+def _said(sources: list[ReadMessage]) -> datetime:
+    """When the first of an operation's sources was said: what the operation is dated by when the
+    model gives no date."""
+    return min(source.created_at for source in sources)
+
+
+def _not_before(moment: datetime, start: datetime | None) -> datetime:
+    """``moment``, or ``start`` when it is earlier: a version never stops before it began."""
+    return start if start is not None and moment < start else moment
 
 
 WORDS = re.compile(r"\w+")
@@ -490,7 +552,18 @@ def memory_correct(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID, change
         if checked.confidence is not None:
             memory.confidence = checked.confidence
         if "valid_to" in changes:
+            if valid_to is None and memory.version_of_id is not None:
+                raise InvalidCorrection(
+                    "This is a past version of another memory: it cannot be made current again. Correct the memory it is "
+                    "a version of instead.",
+                    details={"field": "valid_to", "version_of": str(memory.version_of.memory_id)},
+                )
             memory.valid_to = valid_to
+        if memory.valid_from is not None and memory.valid_to is not None and memory.valid_to < memory.valid_from:
+            raise InvalidCorrection(
+                "valid_to is before valid_from: a memory stops holding after it began.",
+                details={"field": "valid_to" if "valid_to" in changes else "valid_from"},
+            )
         if (memory.kind, memory.subject, memory.text, memory.valid_from, memory.valid_to, memory.confidence) == before:
             return memory  # sent again, or nothing new: no change to record
         memory.model = by

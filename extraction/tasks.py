@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from conversations.models import Conversation
 from conversations.services import dead_letter_record, derived_started
-from extraction import runs
+from extraction import runs, selectors
 from extraction.models import ExtractionWatermark
 from tenants.models import Tenant
 
@@ -133,7 +133,7 @@ def quiet_sweep() -> int:
     now = timezone.now()
     for tenant in Tenant.objects.filter(active=True):
         quiet_seconds = int(tenant.setting("MEMORY_EXTRACTION_QUIET_SECONDS"))
-        if not tenant.setting("MEMORY_EXTRACTION_ENABLED") or quiet_seconds <= 0:
+        if quiet_seconds <= 0 or not selectors.extraction_status(tenant)["enabled"]:  # off, or no model that can be called
             continue
         if runs.over_daily_bounds(tenant):  # its unread turns wait for the next day, not counted again each minute
             continue

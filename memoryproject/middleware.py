@@ -44,7 +44,7 @@ from django.contrib.sessions import middleware as sessions_middleware
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.wsgi import LimitedStream
 from django.core.signals import got_request_exception
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.middleware import common
 from django.utils.functional import SimpleLazyObject
 
@@ -185,8 +185,36 @@ def level_for_status(status_code: int) -> int:
     return logging.INFO
 
 
+# Query parameters whose values are counts, flags and choices, never what a user said: the only ones
+# a request line shows unless MEMORY_LOG_CONTENT is on (a search's ``q``, a subject, a date are "...").
+LOGGED_PARAMETERS = frozenset(
+    {
+        "limit",
+        "skip",
+        "offset",
+        "top_k",
+        "role",
+        "kind",
+        "mode",
+        "days",
+        "archived",
+        "include_archived",
+        "include_past",
+        "refresh_ttl",
+        "format",
+    }
+)
+
+
 def request_line(request: HttpRequest) -> str:
-    return f"{request.method} {request.get_full_path()}"
+    """The method and the path, with the query's parameter names and only the values that say
+    nothing about anyone (``LOGGED_PARAMETERS``); every value when MEMORY_LOG_CONTENT is on."""
+    if settings.MEMORY_LOG_CONTENT or not request.GET:
+        return f"{request.method} {request.get_full_path()}"
+    shown = QueryDict(mutable=True)
+    for name, values in request.GET.lists():
+        shown.setlist(name, values if name in LOGGED_PARAMETERS else ["..."] * len(values))
+    return f"{request.method} {request.get_full_path().partition('?')[0]}?{shown.urlencode()}"
 
 
 def user_id(request: HttpRequest) -> Any:

@@ -26,6 +26,7 @@ the server or the credentials.
 """
 
 import importlib
+import importlib.util
 import os
 import re
 from collections.abc import Callable
@@ -155,14 +156,10 @@ def chat_settings(
 
 def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
     """The LangChain chat model ``chosen`` names, with the tenant's credential; 503 when it cannot be built."""
-    try:
-        api_key = provider_credential_secret(tenant=tenant, provider=chosen.provider)
-    except SecretUnreadable as error:
-        raise ChatModelUnavailable(f"The {chosen.provider} credential of tenant {tenant.slug} is unreadable: {error}") from error
-    except DatabaseError as error:
-        raise ChatModelUnavailable(
-            f"The {chosen.provider} credential of tenant {tenant.slug} cannot be read: neither the cache nor PostgreSQL answers."
-        ) from error
+    api_key = _credential(tenant, chosen)
+    problem = _setup_problem(tenant, chosen, api_key)
+    if problem is not None:
+        raise problem
     arguments: dict[str, Any] = {
         "temperature": chosen.temperature,
         "max_tokens": chosen.max_tokens,
@@ -170,7 +167,8 @@ def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
         "max_retries": chosen.max_retries,
     }
     if chosen.tenant_base_url:
-        arguments |= _tenant_server_arguments(tenant, chosen, api_key)
+        http_client, http_async_client = egress.clients(field="MEMORY_CHAT_BASE_URL")
+        arguments |= {"base_url": chosen.base_url, "http_client": http_client, "http_async_client": http_async_client}
     elif chosen.base_url:
         arguments["base_url"] = chosen.base_url
         if api_key is None and not os.environ.get(KEY_VARIABLES.get(chosen.provider, ""), ""):
@@ -203,24 +201,65 @@ def chat_model(tenant: Tenant, chosen: ChatSettings) -> BaseChatModel:
     return model
 
 
-def _tenant_server_arguments(tenant: Tenant, chosen: ChatSettings, api_key: str | None) -> dict[str, Any]:
-    """The arguments that send the model to the tenant's own server: its credential, and HTTP clients
-    that check the server's address on every connection. Never the deployment's credentials."""
-    if chosen.provider not in TENANT_URL_PROVIDERS:
-        raise ChatModelNotConfigured(
+def setup_problem(tenant: Tenant, chosen: ChatSettings) -> ChatModelNotConfigured | None:
+    """Why ``chosen`` cannot be set up for the tenant as configured, found without building or calling
+    it (a status can ask on every read); None when nothing configured stands in its way. A credential
+    that cannot be read now (Redis and PostgreSQL down, a key rotated) is no configuration problem:
+    the model is tried, and fails as a call would."""
+    try:
+        api_key = _credential(tenant, chosen)
+    except ChatModelUnavailable:
+        return None
+    return _setup_problem(tenant, chosen, api_key)
+
+
+def _credential(tenant: Tenant, chosen: ChatSettings) -> str | None:
+    try:
+        return provider_credential_secret(tenant=tenant, provider=chosen.provider)
+    except SecretUnreadable as error:
+        raise ChatModelUnavailable(f"The {chosen.provider} credential of tenant {tenant.slug} is unreadable: {error}") from error
+    except DatabaseError as error:
+        raise ChatModelUnavailable(
+            f"The {chosen.provider} credential of tenant {tenant.slug} cannot be read: neither the cache nor PostgreSQL answers."
+        ) from error
+
+
+def _setup_problem(tenant: Tenant, chosen: ChatSettings, api_key: str | None) -> ChatModelNotConfigured | None:
+    """The configuration that keeps ``chosen`` from being built with ``api_key`` (see ``setup_problem``).
+    A server the tenant chose is called with the tenant's own credential only, never the deployment's."""
+    store = f"manage.py provider_credential --tenant {tenant.slug} --provider {chosen.provider}, or the admin"
+    if chosen.tenant_base_url and chosen.provider not in TENANT_URL_PROVIDERS:
+        return ChatModelNotConfigured(
             f"Tenant {tenant.slug} sets its own MEMORY_CHAT_BASE_URL, which serves the providers "
             f"{', '.join(sorted(TENANT_URL_PROVIDERS))} only (any OpenAI-compatible server), not {chosen.provider}."
         )
-    if api_key is None:
-        raise ChatModelNotConfigured(
+    if chosen.tenant_base_url and api_key is None:
+        return ChatModelNotConfigured(
             f"Tenant {tenant.slug} sets its own MEMORY_CHAT_BASE_URL but has no {chosen.provider} credential: a "
             "server a tenant chooses is called with that tenant's own credential only, never the deployment's. "
-            f"Store one (manage.py provider_credential --tenant {tenant.slug} --provider {chosen.provider}, or the admin); "
-            "for a server that takes no key, any value.",
+            f"Store one ({store}); for a server that takes no key, any value.",
             code="provider_credential_missing",
         )
-    http_client, http_async_client = egress.clients(field="MEMORY_CHAT_BASE_URL")
-    return {"base_url": chosen.base_url, "http_client": http_client, "http_async_client": http_async_client}
+    if chosen.provider in settings.MEMORY_CHAT_PROVIDERS:
+        try:
+            _factory(chosen.provider)
+        except ChatModelUnavailable as error:
+            return ChatModelNotConfigured(error.message)
+        return None
+    integration = f"langchain_{chosen.provider}"
+    if importlib.util.find_spec(integration) is None:
+        return ChatModelNotConfigured(
+            f"The provider {chosen.provider} of MEMORY_CHAT_MODEL needs its LangChain integration, which is not installed: "
+            f"pip install {integration.replace('_', '-')}."
+        )
+    variable = KEY_VARIABLES.get(chosen.provider)
+    if variable and not chosen.base_url and api_key is None and not os.environ.get(variable, ""):
+        return ChatModelNotConfigured(
+            f"The {chosen.spec} model has no API key: store the tenant's {chosen.provider} credential ({store}), or set "
+            f"{variable} in the deployment's environment.",
+            code="provider_credential_missing",
+        )
+    return None
 
 
 def _provider_arguments(chosen: ChatSettings, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -132,3 +132,23 @@ def test_the_admin_still_has_its_session_user_and_messages(operator_client, oper
     assert hasattr(request, "_messages")
     [line] = request_lines("request_finished")
     assert line["user_id"] == operator.pk
+
+
+def test_a_request_line_shows_counts_and_flags_but_never_what_a_user_searched_for(api, request_lines):
+    """A search's text, a subject or a date in the query string is someone's content: after an erase, the
+    logs must not still hold it. Counts, flags and choices stay, for the operators."""
+    api.get("/api/v1/users/u-42/search/?q=my+diagnosis+is+private&top_k=5&role=user&role=assistant&start_date=2024-01-01")
+    api.get("/api/v1/users/u-42/memories/?query=where+does+she+live&subject=Caroline&include_past=true")
+
+    search, memories = (line["request"] for line in request_lines("request_finished"))
+    assert search == "GET /api/v1/users/u-42/search/?q=...&top_k=5&role=user&role=assistant&start_date=..."
+    assert memories == "GET /api/v1/users/u-42/memories/?query=...&subject=...&include_past=true"
+
+
+def test_an_operator_who_asks_for_content_in_the_logs_gets_the_whole_request_line(api, request_lines, settings):
+    settings.MEMORY_LOG_CONTENT = True
+
+    api.get("/api/v1/users/u-42/search/?q=bars+near+Sol&top_k=5")
+
+    [line] = request_lines("request_finished")
+    assert line["request"] == "GET /api/v1/users/u-42/search/?q=bars+near+Sol&top_k=5"

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from core.exceptions import Unstorable
 from core.storable import (
+    EARLIEST_STORABLE,
+    LATEST_STORABLE,
     MAX_INT_DIGITS,
     MAX_JSON_DEPTH,
     cleaned_json,
@@ -221,13 +223,19 @@ def test_a_refusal_read_from_a_list_names_the_item():
         datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))),
         datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-5))),
         datetime(1, 1, 1, 4, 59, 59, tzinfo=timezone(timedelta(hours=5))),
+        # Within Python's range in UTC, but not in every time zone that may show it.
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(1, 1, 1, 23, 59, 59, tzinfo=UTC),
+        datetime(9999, 12, 31, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(9999, 12, 31, 6, tzinfo=timezone(timedelta(hours=5))),
     ],
 )
-def test_a_date_outside_the_range_once_in_utc_is_refused_naming_created_at(moment):
+def test_a_date_outside_the_storable_range_once_in_utc_is_refused_naming_created_at(moment):
     error = refusal(storable_datetime, moment, field="created_at")
 
     assert error.details["field"] == "created_at"
-    assert "0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z" in error.message
+    assert "0001-01-02T00:00:00Z to 9999-12-30T23:59:59Z" in error.message
 
 
 def test_a_naive_date_is_refused():
@@ -243,9 +251,9 @@ def test_a_date_that_is_not_a_datetime_is_refused():
 @pytest.mark.parametrize(
     "moment",
     [
-        datetime(1, 1, 1, tzinfo=UTC),
-        datetime(1, 1, 1, 5, tzinfo=timezone(timedelta(hours=5))),
-        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(1, 1, 2, tzinfo=UTC),
+        datetime(1, 1, 2, 5, tzinfo=timezone(timedelta(hours=5))),
+        datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC),
         datetime(2024, 5, 1, 12, tzinfo=timezone(timedelta(hours=2))),
     ],
 )
@@ -258,13 +266,28 @@ def test_an_aware_date_in_range_comes_back_in_utc(moment):
 
 @PROPERTY
 @given(moment=st.datetimes(timezones=st.timezones() | st.just(timezone(timedelta(hours=14)))))
-def test_an_aware_date_is_refused_exactly_when_it_has_no_utc_equivalent(moment):
+def test_an_aware_date_is_refused_exactly_when_some_time_zone_could_not_show_it(moment):
     try:
         in_utc = moment.astimezone(UTC)
+        for hours in (-23, 23):  # a time zone's offset is less than a day either way
+            in_utc.astimezone(timezone(timedelta(hours=hours, minutes=59)))
     except (OverflowError, ValueError):
         refusal(storable_datetime, moment, field="created_at")
     else:
-        assert storable_datetime(moment, field="created_at") == in_utc
+        if EARLIEST_STORABLE <= in_utc <= LATEST_STORABLE:
+            assert storable_datetime(moment, field="created_at") == in_utc
+        else:  # showable, but within the day kept free at each end
+            refusal(storable_datetime, moment, field="created_at")
+
+
+def test_every_storable_date_reads_back_from_postgresql_and_shows_in_the_furthest_time_zones(probe):
+    for moment in (EARLIEST_STORABLE, LATEST_STORABLE):
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO storable_probe (moment) VALUES (%s) RETURNING moment", [moment])
+            read = cursor.fetchone()[0]
+        assert read == moment
+        for hours in (-23, 23):
+            assert read.astimezone(timezone(timedelta(hours=hours, minutes=59))) == moment
 
 
 # --- cleaned_text and cleaned_json -------------------------------------------------------------
@@ -372,9 +395,9 @@ def test_postgresql_stores_every_text_the_door_accepts_exactly(probe, text):
 @pytest.mark.parametrize(
     "moment",
     [
-        datetime(1, 1, 1, tzinfo=UTC),
-        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
-        datetime(1, 1, 1, 5, tzinfo=timezone(timedelta(hours=5))),
+        datetime(1, 1, 2, tzinfo=UTC),
+        datetime(9999, 12, 30, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(1, 1, 2, 5, tzinfo=timezone(timedelta(hours=5))),
     ],
 )
 def test_postgresql_stores_every_date_the_door_accepts(probe, moment):

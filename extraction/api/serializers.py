@@ -6,12 +6,15 @@ checked here (types, bounds, known kinds); a correction's values are checked by 
 the same rules as a model's answer (``extraction.services.memory_correct``).
 """
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from rest_framework import serializers
 
+from conversations.api.fields import DateTimeField
 from conversations.api.serializers import PageQuerySerializer, check_page_size
+from core.storable import storable_datetime
 from extraction.models import Memory, MemoryChange, MemoryKind
 
 
@@ -22,11 +25,14 @@ class MemoryQuerySerializer(PageQuerySerializer):
     top_k = serializers.IntegerField(required=False, min_value=1, help_text="Hits of a query: default MEMORY_TOP_K.")
     kind = serializers.ChoiceField(required=False, choices=MemoryKind.values, help_text="Only memories of this kind.")
     subject = serializers.CharField(required=False, max_length=200, help_text="Only memories about this subject (case aside).")
-    valid_at = serializers.DateTimeField(
-        required=False, help_text="Only memories that held at this time (ISO 8601); past ones included."
+    valid_at = DateTimeField(
+        required=False, help_text="Only memories that held at this time (ISO 8601): what was true then, past versions included."
     )
     include_past = serializers.BooleanField(
-        required=False, default=False, help_text="Also memories an update or delete took back (valid_to set)."
+        required=False,
+        default=False,
+        help_text="Also memories an update or delete took back (valid_to set): the versions an update replaced, each "
+        "with version_of naming the memory that holds on.",
     )
     conversation_id = serializers.ListField(
         child=serializers.CharField(max_length=200),
@@ -34,13 +40,22 @@ class MemoryQuerySerializer(PageQuerySerializer):
         max_length=50,
         help_text="Only memories read from these conversations of the user (repeat the parameter for several).",
     )
-    start_date = serializers.DateTimeField(required=False, help_text="Only memories holding from this time on (ISO 8601).")
-    end_date = serializers.DateTimeField(required=False, help_text="Only memories holding from this time or before.")
+    start_date = DateTimeField(required=False, help_text="Only memories holding from this time on (ISO 8601).")
+    end_date = DateTimeField(required=False, help_text="Only memories holding from this time or before.")
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if hasattr(data, "getlist"):  # a query string: the repeated parameter as a list
             data = {**data.dict(), "conversation_id": data.getlist("conversation_id")} if "conversation_id" in data else data
         return super().to_internal_value(data)
+
+    def validate_valid_at(self, value: datetime) -> datetime:
+        return storable_datetime(value, field="valid_at")
+
+    def validate_start_date(self, value: datetime) -> datetime:
+        return storable_datetime(value, field="start_date")
+
+    def validate_end_date(self, value: datetime) -> datetime:
+        return storable_datetime(value, field="end_date")
 
     def validate_query(self, value: str) -> str:
         if len(value) > settings.MEMORY_MAX_QUERY_CHARS:
@@ -60,6 +75,9 @@ class ExtractionStatusSerializer(serializers.Serializer):
 
 class MemoryOutSerializer(serializers.ModelSerializer):
     current = serializers.BooleanField(read_only=True)
+    version_of = serializers.SerializerMethodField(
+        help_text="On a version an update replaced: the id of the memory that holds on (null on every other memory)."
+    )
     message_ids = serializers.ListField(child=serializers.UUIDField(), read_only=True)
     conversation_ids = serializers.SerializerMethodField()
     score = serializers.SerializerMethodField()
@@ -74,6 +92,7 @@ class MemoryOutSerializer(serializers.ModelSerializer):
             "valid_from",
             "valid_to",
             "current",
+            "version_of",
             "confidence",
             "message_ids",
             "conversation_ids",
@@ -82,6 +101,12 @@ class MemoryOutSerializer(serializers.ModelSerializer):
             "updated_at",
             "score",
         )
+
+    def get_version_of(self, memory: Memory) -> str | None:
+        if memory.version_of_id is None:
+            return None
+        known = getattr(memory, "version_of_memory_id", None)  # annotated by the selectors
+        return str(known or memory.version_of.memory_id)
 
     def get_conversation_ids(self, memory: Memory) -> list[str]:
         names = self.context.get("conversation_ids", {})

@@ -272,7 +272,7 @@ def test_setting_valid_to_takes_a_memory_back_and_clearing_it_makes_it_current_a
 @pytest.mark.parametrize(
     ("field", "typed", "named"),
     [
-        ("confidence", 1.5, "confidence is 1.5"),
+        ("confidence", 1.5, "confidence must be a number from 0 to 1 (1.5 given)"),
         ("text", "word " * 500, "at most 2000"),
     ],
 )
@@ -339,7 +339,7 @@ def test_the_delete_page_says_it_invalidates_then_keeps_the_memory_with_its_hist
 def test_the_invalidate_action_replaces_the_stock_delete_and_leaves_memories_already_taken_back_alone(memories_operator, tenant):
     boston = memory_of(tenant, "c1", "caroline", "Caroline lives in Boston.")
     hiking = memory_of(tenant, "c2", "caroline", "Caroline likes hiking.")
-    ended = datetime(2023, 1, 1, tzinfo=UTC)
+    ended = datetime(2023, 6, 1, tzinfo=UTC)  # after it began (2023-05-08)
     memories_operator.post(change_url(hiking), shown_as_on_the_page(hiking, valid_to=ended))
     selected = {"action": "invalidate", "_selected_action": [boston.pk, hiking.pk]}
 
@@ -435,3 +435,21 @@ def test_a_staff_user_bound_to_no_tenant_sees_no_memories(client, acme_and_globe
     assert client.get(MEMORIES).status_code == 403
     assert client.get(change_url(acme_and_globex["acme"])).status_code in (403, 404)
     assert client.get(USAGE).status_code == 403
+
+
+@pytest.mark.parametrize(("day", "time"), [("0001-01-01", "00:00:00"), ("9999-12-31", "23:00:00"), ("0001-01-01", "23:59:59")])
+@pytest.mark.parametrize("field", ["valid_from", "valid_to"])
+def test_a_time_that_could_not_be_read_back_is_a_form_error_and_the_memory_stays_readable(
+    memories_operator, tenant, api, field, day, time
+):
+    _, memory = a_memory(tenant)
+    typed = shown_as_on_the_page(memory) | {f"{field}_0": day, f"{field}_1": time}
+
+    answer = memories_operator.post(change_url(memory), typed)
+
+    assert answer.status_code == 200
+    assert "is outside the times that can be stored" in " ".join(answer.context["adminform"].form.errors.get(field, []))
+    unchanged = Memory.objects.for_tenant(tenant).get()
+    assert (unchanged.valid_from, unchanged.valid_to) == (memory.valid_from, memory.valid_to)
+    assert memories_operator.get(change_url(memory)).status_code == 200
+    assert api.get(f"/api/v1/users/{memory.user_id}/memories/").status_code == 200

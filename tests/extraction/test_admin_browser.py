@@ -50,7 +50,7 @@ def moved(transactional_db: Any, tenant: Any, other_tenant: Any) -> Memory:
     }
     apply(tenant, later, [update])
     memory_of(other_tenant, "c-globex", "caroline", "Globex's Caroline keeps bees.")
-    return Memory.objects.for_tenant(tenant).get()
+    return Memory.objects.for_tenant(tenant).get(version_of__isnull=True)
 
 
 def history_rows(page: WebDriver) -> list[list[str]]:
@@ -73,7 +73,11 @@ def test_an_operator_reads_a_memorys_history_follows_its_source_corrects_it_and_
     box.send_keys("caroline", Keys.ENTER)
     wait(browser).until(lambda d: "q=" in d.current_url and d.find_elements(By.ID, "result_list"))
     rows = browser.find_elements(By.CSS_SELECTOR, "#result_list tbody tr")
-    assert [row.find_element(By.CSS_SELECTOR, ".field-text_preview").text for row in rows] == ["Caroline lives in Denver."]
+    assert sorted(row.find_element(By.CSS_SELECTOR, ".field-text_preview").text for row in rows) == [
+        "Caroline lives in Boston.",  # the version the update replaced, kept as a memory of its own
+        "Caroline lives in Denver.",
+    ]
+    rows = [row for row in rows if row.find_element(By.CSS_SELECTOR, ".field-text_preview").text.endswith("Denver.")]
     assert "Globex" not in browser.page_source
     screenshot(browser, "memory-list.png", full_page=False)
     rows[0].find_element(By.CSS_SELECTOR, "th.field-user_id a").click()
@@ -84,11 +88,13 @@ def test_an_operator_reads_a_memorys_history_follows_its_source_corrects_it_and_
     history = history_rows(browser)
     assert [row[0] for row in history] == ["update", "add"]
     assert history[0][2:4] == ["Caroline lives in Denver.", "Caroline lives in Boston."]
+    [past] = browser.find_elements(By.CSS_SELECTOR, ".field-versions ol.memory-versions a")
+    assert past.text == "Caroline lives in Boston."
     screenshot(browser, "memory-history.png")
 
     # The message it was updated from, in its conversation's transcript.
     sources = browser.find_elements(By.CSS_SELECTOR, ".field-sources a.memory-source")
-    assert [link.text for link in sources] == ["c1 #1", "c2 #1"]
+    assert [link.text for link in sources] == ["c1, message 1", "c2, message 1"]
     sources[1].click()
     said = wait(browser).until(ec.visibility_of_element_located((By.ID, "seq-1")))
     assert browser.current_url.endswith("?page=1#seq-1")
@@ -107,7 +113,7 @@ def test_an_operator_reads_a_memorys_history_follows_its_source_corrects_it_and_
     assert [row[0] for row in history] == ["update", "update", "add"]
     assert history[0][2:4] == ["Caroline lives in Cambridge, MA.", "Caroline lives in Denver."]
     assert history[0][7] == f"admin:{USERNAME}"
-    corrected = Memory.objects.for_tenant(tenant).get()
+    corrected = Memory.objects.for_tenant(tenant).get(version_of__isnull=True)
     assert (corrected.text, corrected.valid_from, corrected.current) == (
         "Caroline lives in Cambridge, MA.",
         moved.valid_from,
@@ -124,6 +130,6 @@ def test_an_operator_reads_a_memorys_history_follows_its_source_corrects_it_and_
     assert "Invalidated 1 memory" in success.text
     assert f"/{moved.pk}/change/" in browser.current_url
     assert [row[0] for row in history_rows(browser)] == ["delete", "update", "update", "add"]
-    kept = Memory.objects.for_tenant(tenant).get()
+    kept = Memory.objects.for_tenant(tenant).get(version_of__isnull=True)
     assert not kept.current
     assert MemoryChange.objects.for_tenant(tenant).filter(memory=kept).count() == 4

@@ -64,10 +64,10 @@ def test_the_operations_are_read_however_the_answer_wraps_its_json(answer):
     ("answer", "named"),
     [
         ("", "no text"),
-        ("Nothing to remember.", "not JSON"),
+        ("Nothing to remember.", "holds no JSON object or array"),
         ("[" * 100_000 + "]" * 100_000, "deeper than can be read"),
         ('{"operations": "' + "x" * MAX_ANSWER_CHARS + '"}', "at most"),
-        ("{" * 50 + " no json here", "not JSON"),
+        ("{" * 50 + " no json here", "holds no JSON object or array"),
     ],
 )
 def test_an_answer_that_is_no_json_of_operations_is_refused_naming_why(answer, named):

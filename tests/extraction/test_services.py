@@ -75,15 +75,19 @@ def first_source(tenant, conversation):
     ("answer", "named"),
     [
         ("add everything", "not a list of operations"),
-        ({"operations": [{"op": "forget"}]}, "operations[0].op is 'forget'"),
+        ({"operations": [{"op": "forget"}]}, "operations[0].op must be one of add, update, delete, none (a text of 6 characters given)"),
         ({"operations": [{"op": "add", "subject": "x", "text": "y"}]}, "an add needs a kind"),
-        ({"operations": [{"op": "add", "kind": "rumour", "subject": "x", "text": "y"}]}, "operations[0].kind is 'rumour'"),
+        ({"operations": [{"op": "add", "kind": "rumour", "subject": "x", "text": "y"}]}, "operations[0].kind must be one of"),
         ({"operations": [{"op": "add", "kind": "fact", "subject": "x", "text": "   "}]}, "operations[0].text must be non-empty"),
-        ({"operations": [{"op": "update", "memory_id": 7, "text": "y"}]}, "operations[0].memory_id is 7"),
-        ({"operations": [add(confidence=1.5)]}, "confidence is 1.5"),
-        ({"operations": [add(confidence=True)]}, "confidence is True"),
-        ({"operations": [add(valid_from="last spring")]}, "valid_from is 'last spring'"),
+        ({"operations": [{"op": "update", "memory_id": 7, "text": "y"}]}, "operations[0].memory_id must be a memory's id: an update or delete names one (7 given)"),
+        ({"operations": [add(confidence=1.5)]}, "confidence must be a number from 0 to 1 (1.5 given)"),
+        ({"operations": [add(confidence=True)]}, "confidence must be a number from 0 to 1 (true given)"),
+        ({"operations": [add(valid_from="last spring")]}, "valid_from is not a date (YYYY-MM-DD)"),
         ({"operations": [add(valid_from="2023-05-08T10:00:00")]}, "with its offset"),
+        ({"operations": [add(valid_from="0001-01-01T00:00:00+05:00")]}, "operations[0].valid_from is outside the times"),
+        ({"operations": [add(valid_from="9999-12-31T23:00:00-05:00")]}, "operations[0].valid_from is outside the times"),
+        ({"operations": [add(valid_from="0001-01-01")]}, "operations[0].valid_from is outside the times"),
+        ({"operations": [{"op": "delete", "memory_id": str(uuid.uuid4()), "valid_to": "9999-12-31"}]}, "valid_to is outside"),
         ({"operations": [add(text="a\x00b")]}, "operations[0].text"),
         ({"operations": [add(text="x" * 2001)]}, "at most 2000"),
         ({"operations": [{**add(), "sources": "all of them"}]}, "sources must be a list"),
@@ -95,6 +99,28 @@ def test_a_malformed_answer_is_refused_whole_naming_the_problem(answer, named):
         operations_parse(answer)
 
     assert named in str(raised.value)
+
+
+SECRET = "Caroline's diagnosis is confidential"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"operations": [{"op": SECRET}]},
+        {"operations": [{"op": "add", "kind": SECRET, "subject": "x", "text": "y"}]},
+        {"operations": [{"op": "update", "memory_id": SECRET, "text": "y"}]},
+        {"operations": [add(confidence=SECRET)]},
+        {"operations": [add(valid_from=SECRET)]},
+        {"operations": [add(valid_from=["2023", SECRET])]},
+    ],
+)
+def test_a_refusal_names_the_problem_without_quoting_what_the_answer_says(answer):
+    """Refusals are logged and kept with dead letters: they never carry what the model said about a user."""
+    with pytest.raises(MalformedOutput) as raised:
+        operations_parse(answer)
+
+    assert "diagnosis" not in str(raised.value)
 
 
 def test_dates_are_read_as_days_in_utc_or_as_times_with_their_offset():
