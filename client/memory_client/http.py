@@ -23,16 +23,14 @@ Contract:
   value: ``details["field"]`` is its path in the body (``messages[2].metadata.items[3]``,
   ``operations[0].value.score``) and ``details["reason"]`` the reason. Nothing is sent, so nothing
   is written, for a batch sent in several requests too.
-* Numbers keep their value, not always their Python type: what the service keeps in PostgreSQL
-  (``jsonb``, which stores every number as ``numeric``, as written) comes back as JSON writes it. A
-  float of magnitude ``1e16`` or more is written ``1e+16`` (every such float is a whole number) and
-  comes back as the ``int`` of its value (``10000000000000000``; ``float()`` of it is the float
-  sent), and ``-0.0`` comes back as ``0.0``; other floats, whole ones such as ``3.0`` included, come
-  back as floats. This holds for every read the service answers from PostgreSQL: store items,
-  checkpoints and their writes, conversation metadata, and messages once read from the database
-  rather than the cache (``include_archived``, or after the cache lost them; a read from the cache
-  gives back the float). Send a number whose type matters as a string, or read it back with
-  ``float()``; ``memory_client.langgraph`` stores such values typed, so a graph's state keeps them.
+* Numbers keep their value, and in store items and checkpoints (their state, metadata and writes)
+  their Python type too, except ``-0.0``, which comes back as ``0.0`` (PostgreSQL's ``jsonb`` keeps
+  every number as ``numeric``, which has no negative zero). Conversation metadata and messages read
+  from the database rather than the cache (``include_archived``, or after the cache lost them) keep
+  the value only: a float of magnitude ``1e16`` or more (written ``1e+16``, always a whole number)
+  comes back from there as the ``int`` of its value (``float()`` of it is the float sent); send a
+  number whose type matters there as a string. ``memory_client.langgraph`` stores ``-0.0`` typed, so a
+  graph's state keeps it.
 * Reads of something that may not exist yet answer an empty value instead of raising: the window
   and message list of an unknown conversation are ``[]``, its summaries ``[]``, a missing
   conversation, memory document, message, fact, extracted memory or checkpoint is ``None``, a fact's
@@ -55,8 +53,12 @@ Contract:
   (``PERMANENT_UNAVAILABLE``: the tenant's chat model is not configured or usable) is raised at
   once. A 429 is raised, not retried: its ``retry_after`` says when to try again.
 * Appends, checkpoint writes and store operations are sent in parts of at most ``MAX_BATCH``, in
-  order, each part one request that the service stores all or nothing. A batch of at most
-  ``MAX_BATCH`` is therefore stored whole or not at all; in a longer one, an error stops it at the
+  order, each part one request that the service stores all or nothing. A service that takes fewer
+  items per request (its ``MEMORY_MAX_BATCH``) refuses a longer part whole, storing nothing, and names
+  its limit (``details["limit"]``): the client then sends that part and the rest of the batch in
+  parts of that limit, the same items (messages with the same ids) in the same order, and its later
+  batches too. A batch within the service's limit is therefore stored whole or not at all; in a
+  longer one, an error stops it at the
   failing part: the parts before it stay stored, and neither it nor any after it is (after
   ``Unreachable`` or ``ServiceUnavailable`` the failing part itself may be stored). The error names an
   item by its index in the caller's batch (``operations[120]``, not ``operations[20]`` of the second
@@ -75,6 +77,7 @@ import random
 import re
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -688,18 +691,37 @@ def _params(**values: Any) -> dict[str, Any]:
     return params
 
 
-def _batch_calls(name: str, items: Sequence[Any], call_of: Callable[[list[Any]], _Call]) -> list[tuple[int, _Call]]:
-    """The requests of a batch of ``items`` (the body's list ``name``), one per part of at most
-    ``MAX_BATCH``, each with the index of its first item. Every part is made, hence encoded, before
-    any is sent: a value no request can carry is refused naming its index in ``items``, and nothing
-    is written."""
-    calls: list[tuple[int, _Call]] = []
-    for start in range(0, len(items), MAX_BATCH):
-        try:
-            calls.append((start, call_of(list(items[start : start + MAX_BATCH]))))
-        except MemoryServiceError as error:
-            raise _in_batch(error, name, start, applied=0) from None
-    return calls
+@dataclass(frozen=True)
+class _Batch:
+    """A batch of ``items``, the body's list ``name``, sent in parts of consecutive items, in order;
+    ``call_of`` makes the request of one part."""
+
+    name: str
+    items: Sequence[Any]
+    call_of: Callable[[list[Any]], _Call]
+
+    def parts(self, size: int, *, start: int = 0) -> list[tuple[int, _Call]]:
+        """The requests of the items from ``start`` on, one per part of at most ``size``, each with
+        the index of its first item. Every part is made, hence encoded, before any is sent: a value
+        no request can carry is refused naming its index in ``items``, and nothing is written."""
+        calls: list[tuple[int, _Call]] = []
+        for first in range(start, len(self.items), size):
+            try:
+                calls.append((first, self.call_of(list(self.items[first : first + size]))))
+            except MemoryServiceError as error:
+                raise _in_batch(error, self.name, first, applied=0) from None
+        return calls
+
+
+def _service_batch_limit(error: MemoryServiceError, name: str, sent: int) -> int | None:
+    """The most items the service takes in one request, when ``error`` is its refusal of a part of
+    ``sent`` items as more than that (``limit_exceeded`` naming the batch's list itself, and the
+    limit, its ``MEMORY_MAX_BATCH``); ``None`` for any other error. Such a refusal stores nothing."""
+    details = error.details if isinstance(error.details, Mapping) else {}
+    limit = details.get("limit")
+    if error.code != "limit_exceeded" or details.get("field") != name or type(limit) is not int:
+        return None
+    return limit if 0 < limit < sent else None
 
 
 def _in_batch(error: MemoryServiceError, name: str, start: int, *, applied: int) -> MemoryServiceError:
@@ -720,7 +742,7 @@ def _in_batch(error: MemoryServiceError, name: str, start: int, *, applied: int)
 
     message = renumbered(error.message)
     if applied:
-        message += f" (the batch was sent in parts of {MAX_BATCH}: {name}[0] to {name}[{applied - 1}] were applied)"
+        message += f" (the batch was sent in parts: {name}[0] to {name}[{applied - 1}] were applied)"
     details = error.details
     if isinstance(details, Mapping):
         details = {**details, "applied": applied}
@@ -814,6 +836,8 @@ class MemoryClient:
         self._async_client: httpx.AsyncClient | None = None
         self._async_loop: asyncio.AbstractEventLoop | None = None
         self._stamped_ids = True  # message ids made as UUIDv7 (see append), until the service finds this clock ahead
+        # Items per request of a batch: MAX_BATCH, or the service's own limit once it refused more.
+        self._batch_size = MAX_BATCH
 
     def __repr__(self) -> str:
         return f"MemoryClient({self.base_url!r})"
@@ -851,7 +875,8 @@ class MemoryClient:
         """Append messages (``role``, ``content``, optional ``metadata``, ``id``, ``created_at``) in
         order; the conversation is created on first write. Returns the stored messages, with ``seq``.
 
-        Sent in parts of ``MAX_BATCH`` messages, each stored all or nothing; when a part fails, the
+        Sent in parts of at most ``MAX_BATCH`` messages (fewer if the service takes fewer per
+        request, see the module's contract), each stored all or nothing; when a part fails, the
         parts before it stay stored (``details["applied"]`` counts their messages) and the error
         names a message by its index in ``messages``. Every message gets its id before the first
         part is sent, so calling again with the same messages stores each once.
@@ -859,28 +884,25 @@ class MemoryClient:
         Ids this client makes are UUIDv7, stamped with this machine's clock. A service that finds the
         clock too far ahead of its own refuses them, with nothing stored (``clock_skew``): the
         client then makes UUIDv4 ids instead, for this call and every later one, and sends again."""
-        calls = self._append_calls(conversation_id, messages, user_id, agent_id, stamped=self._stamped_ids)
+        batch = self._append_batch(conversation_id, messages, user_id, agent_id, stamped=self._stamped_ids)
         try:
-            answers = self._send_batch("messages", calls)
+            answers = self._send_batch(batch)
         except BadRequest as error:
             if not self._unstamp(error, messages):
                 raise
-            answers = self._send_batch(
-                "messages", self._append_calls(conversation_id, messages, user_id, agent_id, stamped=False)
-            )
+            answers = self._send_batch(self._append_batch(conversation_id, messages, user_id, agent_id, stamped=False))
         return [message for answer in answers for message in answer["messages"]]
 
     async def aappend(
         self, conversation_id: str, messages: Sequence[Mapping[str, Any]], *, user_id: str = "", agent_id: str = ""
     ) -> list[dict[str, Any]]:
-        calls = self._append_calls(conversation_id, messages, user_id, agent_id, stamped=self._stamped_ids)
+        batch = self._append_batch(conversation_id, messages, user_id, agent_id, stamped=self._stamped_ids)
         try:
-            answers = await self._asend_batch("messages", calls)
+            answers = await self._asend_batch(batch)
         except BadRequest as error:
             if not self._unstamp(error, messages):
                 raise
-            calls = self._append_calls(conversation_id, messages, user_id, agent_id, stamped=False)
-            answers = await self._asend_batch("messages", calls)
+            answers = await self._asend_batch(self._append_batch(conversation_id, messages, user_id, agent_id, stamped=False))
         return [message for answer in answers for message in answer["messages"]]
 
     def _unstamp(self, error: BadRequest, messages: Sequence[Mapping[str, Any]]) -> bool:
@@ -1561,10 +1583,11 @@ class MemoryClient:
     ) -> None:
         """Store a task's pending writes (``idx``, ``channel``, ``value``) on a checkpoint: for an
         ``idx`` >= 0 the first write wins, a negative ``idx`` (errors, interrupts) is replaced. Sent
-        in parts of ``MAX_BATCH`` writes, each stored all or nothing; when a part fails, the parts
+        in parts of at most ``MAX_BATCH`` writes (fewer if the service takes fewer per request),
+        each stored all or nothing; when a part fails, the parts
         before it stay stored (``details["applied"]`` counts their writes) and the error names a
         write by its index in ``writes``."""
-        self._send_batch("writes", self._put_writes_calls(conversation_id, checkpoint_id, task_id, writes, namespace, task_path))
+        self._send_batch(self._put_writes_batch(conversation_id, checkpoint_id, task_id, writes, namespace, task_path))
 
     async def aput_writes(
         self,
@@ -1576,8 +1599,7 @@ class MemoryClient:
         namespace: str = "",
         task_path: str = "",
     ) -> None:
-        calls = self._put_writes_calls(conversation_id, checkpoint_id, task_id, writes, namespace, task_path)
-        await self._asend_batch("writes", calls)
+        await self._asend_batch(self._put_writes_batch(conversation_id, checkpoint_id, task_id, writes, namespace, task_path))
 
     def delete_checkpoints(self, conversation_id: str, *, namespace: str | None = None) -> None:
         """Delete the checkpoints (and their writes) of a namespace, or of all when ``None``."""
@@ -1784,11 +1806,11 @@ class MemoryClient:
         return {"count": 0, "next": None, "previous": None, "results": []} if answer is _MISSING else answer
 
     @staticmethod
-    def _append_calls(
+    def _append_batch(
         conversation_id: str, messages: Sequence[Mapping[str, Any]], user_id: str, agent_id: str, *, stamped: bool
-    ) -> list[tuple[int, _Call]]:
+    ) -> _Batch:
         path = _conversation_path(conversation_id, "messages")
-        return _batch_calls(
+        return _Batch(
             "messages",
             _identified(messages, stamped=stamped),
             lambda batch: _Call("POST", path, body={"messages": batch, "user_id": user_id, "agent_id": agent_id}),
@@ -1839,16 +1861,16 @@ class MemoryClient:
         return _Call("GET", path, params={"namespace": namespace}, missing_ok=True)
 
     @staticmethod
-    def _put_writes_calls(
+    def _put_writes_batch(
         conversation_id: str,
         checkpoint_id: str,
         task_id: str,
         writes: Sequence[Mapping[str, Any]],
         namespace: str,
         task_path: str,
-    ) -> list[tuple[int, _Call]]:
+    ) -> _Batch:
         path = _conversation_path(conversation_id, "checkpoints", checkpoint_id, "writes")
-        return _batch_calls(
+        return _Batch(
             "writes",
             writes,
             lambda batch: _Call(
@@ -1908,25 +1930,41 @@ class MemoryClient:
             time.sleep(delay)
             attempt += 1
 
-    def _send_batch(self, name: str, calls: list[tuple[int, _Call]]) -> list[Any]:
-        """The answers to the parts of a batch, sent in order; an error names the item by its index
-        in the whole batch and counts the items the earlier parts stored (see :func:`_in_batch`)."""
+    def _send_batch(self, batch: _Batch) -> list[Any]:
+        """The answers to the parts of a batch, sent in order (see :meth:`_parts_after`)."""
         answers = []
-        for start, call in calls:
+        parts = deque(batch.parts(self._batch_size))
+        while parts:
+            start, call = parts.popleft()
             try:
                 answers.append(self._send(call))
             except MemoryServiceError as error:
-                raise _in_batch(error, name, start, applied=start) from error
+                parts = deque(self._parts_after(batch, start, call, error))
         return answers
 
-    async def _asend_batch(self, name: str, calls: list[tuple[int, _Call]]) -> list[Any]:
+    async def _asend_batch(self, batch: _Batch) -> list[Any]:
         answers = []
-        for start, call in calls:
+        parts = deque(batch.parts(self._batch_size))
+        while parts:
+            start, call = parts.popleft()
             try:
                 answers.append(await self._asend(call))
             except MemoryServiceError as error:
-                raise _in_batch(error, name, start, applied=start) from error
+                parts = deque(self._parts_after(batch, start, call, error))
         return answers
+
+    def _parts_after(self, batch: _Batch, start: int, call: _Call, error: MemoryServiceError) -> list[tuple[int, _Call]]:
+        """What to send once the service answered ``error`` to the part of ``batch`` from item
+        ``start``. A refusal of the part as more items than the service takes in one request stored
+        nothing: the rest of the batch, that part included, is sent in parts of the limit it named,
+        the same items with the same ids in the same order, and this client's later batches use that
+        size too. Any other error is raised, naming the item by its index in the whole batch and
+        counting the items the earlier parts stored (see :func:`_in_batch`)."""
+        limit = _service_batch_limit(error, batch.name, len(call.body[batch.name]))
+        if limit is None:
+            raise _in_batch(error, batch.name, start, applied=start) from error
+        self._batch_size = limit
+        return batch.parts(limit, start=start)
 
     async def _asend(self, call: _Call) -> Any:
         client = self._async()
@@ -1991,22 +2029,23 @@ class MemoryClient:
         Up to ``MAX_BATCH`` (100) operations are one request, which the service runs in one
         transaction: every operation is applied, or after any error none is. (The service takes at most
         its ``MEMORY_MAX_BATCH`` operations per request, 100 unless its operator lowered it, and refuses
-        a longer request whole with ``limit_exceeded``.) A longer batch is sent in parts of
-        ``MAX_BATCH``, in order, each part its own transaction: when a part fails, the parts before it
+        a longer request whole, naming its limit: the client then sends the batch in parts of that
+        limit, see the module's contract.) A longer batch is sent in parts, in order, each part its own
+        transaction: when a part fails, the parts before it
         stay applied, and neither it nor any after it is (those after it are not sent; after
         ``Unreachable`` or ``ServiceUnavailable`` the failing part itself may have been applied).
         Every part is encoded before the first is sent, so a value no request can carry (NaN, a lone
         surrogate...) is refused with nothing applied. The error names the operation by its index in
         ``operations`` (``operations[120]``), and ``details["applied"]`` counts the operations applied
-        before its part (100 for ``operations[120]``)."""
-        answers = self._send_batch("operations", self._store_batch_calls(operations))
+        before its part (100 for ``operations[120]`` in parts of 100)."""
+        answers = self._send_batch(self._store_batch(operations))
         return [result for answer in answers for result in answer["results"]]
 
     async def astore_batch(self, operations: Sequence[Mapping[str, Any]]) -> list[Any]:
-        answers = await self._asend_batch("operations", self._store_batch_calls(operations))
+        answers = await self._asend_batch(self._store_batch(operations))
         return [result for answer in answers for result in answer["results"]]
 
     @staticmethod
-    def _store_batch_calls(operations: Sequence[Mapping[str, Any]]) -> list[tuple[int, _Call]]:
+    def _store_batch(operations: Sequence[Mapping[str, Any]]) -> _Batch:
         path = f"{API_PREFIX}/store/batch/"
-        return _batch_calls("operations", operations, lambda batch: _Call("POST", path, body={"operations": batch}))
+        return _Batch("operations", operations, lambda batch: _Call("POST", path, body={"operations": batch}))

@@ -5,9 +5,10 @@ Give it to a graph or an agent (``create_agent(..., store=ServiceStore(...))``,
 ``langgraph.config.get_store()``. Every ``BaseStore`` method (``get``, ``put``, ``delete``,
 ``search``, ``list_namespaces`` and their ``a`` forms) goes through ``batch``/``abatch``, which send
 the operations to the service's ``store/batch/`` endpoint, run in order (a later operation sees an
-earlier one's write). A batch of at most ``MAX_BATCH`` (100) operations is one request and one
-transaction of the service: all of it is applied, or none. A longer batch is sent in parts of
-``MAX_BATCH``, each its own transaction: when a part fails, the parts before it stay applied and no
+earlier one's write). A batch of at most ``MAX_BATCH`` (100) operations, and at most the service's
+``MEMORY_MAX_BATCH`` (100 unless its operator lowered it), is one request and one transaction of the
+service: all of it is applied, or none. A longer batch is sent in parts of that size, each its own
+transaction: when a part fails, the parts before it stay applied and no
 later operation is (see ``MemoryClient.store_batch``); the error names the operation by its index in
 the batch given (``operations[120]``) and ``details["applied"]`` counts the operations applied.
 

@@ -288,3 +288,24 @@ def test_an_error_of_a_batch_sent_in_one_request_is_the_services_with_nothing_ap
 
     assert raised.value.message == "operations[3].key: too long."
     assert raised.value.details == {"field": "operations[3].key", "applied": 0}
+
+
+@pytest.mark.parametrize(
+    "details",
+    [
+        {"field": "messages[3].metadata", "size": 70_000, "limit": 65_536},  # a limit of one message
+        {"field": "messages", "size": 5, "limit": 5},  # not a limit the part is over
+        {"field": "messages", "size": 5},  # no limit named
+    ],
+    ids=["an-items-own-limit", "a-limit-not-below-the-part", "no-limit"],
+)
+def test_only_a_refusal_of_the_parts_size_below_it_sends_the_batch_again_in_smaller_parts(details: dict[str, Any]) -> None:
+    refusal = {"code": "limit_exceeded", "message": "Over a limit.", "details": details}
+    recorder = Recorder(lambda request, count: httpx.Response(400, json={"error": refusal}))
+    with MemoryClient("http://memory.test", "key.secret", transport=httpx.MockTransport(recorder)) as client:
+        with pytest.raises(BadRequest) as raised:
+            client.append("chat-1", [{"role": "user", "content": f"turn {index}"} for index in range(5)])
+
+    assert raised.value.code == "limit_exceeded"
+    assert raised.value.details["applied"] == 0
+    assert len(recorder.requests) == 1
