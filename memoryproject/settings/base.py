@@ -719,8 +719,9 @@ import structlog  # noqa: E402
 # The service's log level (one JSON object a line on standard error).
 LOG_LEVEL = env.str("DJANGO_LOG_LEVEL", default="INFO")
 # Whether logs may carry what users said: off, a request line shows the values of the parameters
-# that are counts, flags and choices only (a search's text is "..."), and a model's refused answer is
-# described, never quoted. On, for an operator chasing a fault, both are logged as they came.
+# that are counts, flags and choices only (a search's text is "...") and a model provider's error its
+# type, status and code. On, for an operator chasing a fault, every query value and the provider's
+# message are logged too; a model's refused answer is described by the rule it broke either way.
 MEMORY_LOG_CONTENT = env.bool("MEMORY_LOG_CONTENT", default=False)
 # Celery's per-task lines (received, succeeded); the service logs each persisted write itself.
 WORKER_TASK_LOG_LEVEL = env.str("CELERY_TASK_LOG_LEVEL", default="WARNING")
