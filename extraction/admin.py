@@ -613,6 +613,7 @@ class ExtractionUsageAdmin(TenantScopedAdmin):
         "skipped_turns",
         "failed_calls",
         "dead_letters",
+        "refused_operations",
     )
     list_filter = (("day", admin.DateFieldListFilter),)
     list_select_related = ("tenant",)

@@ -532,7 +532,9 @@ class _Launcher:
         queue = os.environ.get("MEMORY_QUEUE", "memory")
         derived_queue = os.environ.get("MEMORY_DERIVED_QUEUE", f"{queue}-derived")
         web = ["memoryproject.wsgi:application", "--bind", f"127.0.0.1:{self.port}"]
-        web += ["--workers", "1", "--threads", "8", "--access-logfile", "-"]
+        # No gunicorn access log: the service logs each request itself (request_finished), without the
+        # query values that may be someone's words (docs/security.md, what the logs hold).
+        web += ["--workers", "1", "--threads", "8"]
         # The fewest processes (see the module's docstring): one gunicorn worker on threads, one
         # Celery worker on threads (no forked pool process) for both queues, beat on a thread of it.
         worker = ["-m", "memoryproject.embedded", "worker-with-beat", "--loglevel", "INFO", "-Q", f"{queue},{derived_queue}"]
