@@ -370,3 +370,28 @@ def test_a_providers_error_is_described_by_its_type_and_status_unless_the_deploy
     assert runs.failure_described(error) == "APIStatusError (HTTP 400, context_length_exceeded)"
     settings.MEMORY_LOG_CONTENT = True
     assert "biopsy" in runs.failure_described(error)
+
+
+# --- Memories stored before versions were kept ------------------------------------------------------------
+
+
+def test_the_migration_gives_back_the_versions_earlier_updates_replaced(api, extracting):
+    """Before, an update rewrote the memory in place and kept the replaced text in its change log only:
+    the migration makes each such version a past version again, so that valid_at answers it."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("extraction.migrations.0005_memory_versions")
+    memory_id = a_life(api, extracting)
+    Memory.objects.for_tenant(extracting).filter(version_of__isnull=False).delete()  # as an older release left them
+    assert texts(api, valid_at="2024-03-01T00:00:00Z") == set()
+
+    migration.past_versions_restore(apps, None)
+
+    assert texts(api, valid_at="2024-03-01T00:00:00Z") == {"The user lives in Lisbon."}
+    assert texts(api, valid_at="2024-07-01T00:00:00Z") == {"The user lives in Porto."}
+    assert texts(api, valid_at="2024-09-01T00:00:00Z") == {"The user lives in Berlin."}
+    assert {memory["version_of"] for memory in memories(api, include_past="true")} == {None, memory_id}
+    migration.past_versions_restore(apps, None)  # run again (a migration re-applied): nothing twice
+    assert len(memories(api, include_past="true")) == 3
