@@ -30,8 +30,12 @@
  *   idempotent, and a conversation create whose resend meets `conflict` answers the conversation when
  *   it holds what was sent.
  * - Appends, checkpoint writes and store operations are sent in parts of at most `MAX_BATCH`, in order,
- *   each part one request the service stores all or nothing. An error names an item by its index in
- *   the caller's batch, and its `details.applied` counts the items earlier parts stored.
+ *   each part one request the service stores all or nothing. A service that takes fewer items per
+ *   request (its `MEMORY_MAX_BATCH`) refuses a longer part whole, storing nothing, and names its limit
+ *   (`details.limit`): the client then sends that part and the rest of the batch in parts of that
+ *   limit, the same items (messages with the same ids) in the same order, and its later batches too.
+ *   An error names an item by its index in the caller's batch, and its `details.applied` counts the
+ *   items earlier parts stored.
  * - Timeouts: each attempt is bounded by `timeout` milliseconds (an `AbortSignal.timeout`); a caller's
  *   `signal` aborts the call at once, without retries, rejecting with the signal's reason.
  */
@@ -217,6 +221,8 @@ export class MemoryClient {
   readonly #fetch: typeof fetch;
   /** Message ids are made UUIDv7 until the service finds this machine's clock ahead of its own. */
   #stampedIds = true;
+  /** Items per request of a batch: `MAX_BATCH`, or the service's own limit once it refused more. */
+  #batchSize = MAX_BATCH;
 
   constructor(baseUrl: string, apiKey: string, options: ClientOptions = {}) {
     if (!baseUrl) throw new TypeError("baseUrl is required, e.g. http://127.0.0.1:8000");
@@ -235,7 +241,8 @@ export class MemoryClient {
    * messages, with `id` and `seq`.
    *
    * Every message gets its id before the first request (a UUIDv7 unless given), so calling again with
-   * the same messages, or a retry after a lost answer, stores each once. Sent in parts of `MAX_BATCH`,
+   * the same messages, or a retry after a lost answer, stores each once. Sent in parts of at most `MAX_BATCH`
+   * (fewer if the service takes fewer per request),
    * each stored all or nothing. A service that finds this machine's clock too far ahead refuses the
    * UUIDv7s with nothing stored (`clock_skew`): the client then makes UUIDv4 ids, for this call and
    * every later one, and sends again.
@@ -263,13 +270,13 @@ export class MemoryClient {
   ): Promise<StoredMessage[]> {
     const identified = messages.map((message) => ({ ...message, id: message.id ?? (stamped ? uuid7() : uuid4()) }));
     const owners = { user_id: options.user_id ?? "", agent_id: options.agent_id ?? "" };
-    const parts = batches("messages", identified, (batch) =>
+    const batch = new Batch("messages", identified, (items) =>
       this.#prepare("post", "/api/v1/conversations/{conversation_id}/messages/", {
         path: { conversation_id: conversationId },
-        body: { messages: batch, ...owners },
+        body: { messages: items, ...owners },
       }),
     );
-    const answers: AppendAnswer[] = await this.#sendBatch("messages", parts, options);
+    const answers: AppendAnswer[] = await this.#sendBatch(batch, options);
     return answers.flatMap((answer) => answer.messages);
   }
 
@@ -679,7 +686,8 @@ export class MemoryClient {
 
   /**
    * Store a task's pending writes (`idx`, `channel`, `value`) on a checkpoint: for an `idx` >= 0 the
-   * first write wins, a negative `idx` (errors, interrupts) is replaced. Sent in parts of `MAX_BATCH`.
+   * first write wins, a negative `idx` (errors, interrupts) is replaced. Sent in parts of at most
+   * `MAX_BATCH` (fewer if the service takes fewer per request).
    */
   async putWrites(
     conversationId: string,
@@ -687,13 +695,13 @@ export class MemoryClient {
     task: { task_id: string; writes: readonly CheckpointWrite[]; namespace?: string; task_path?: string },
     options: CallOptions = {},
   ): Promise<void> {
-    const parts = batches("writes", task.writes, (batch) =>
+    const batch = new Batch("writes", task.writes, (items) =>
       this.#prepare("post", "/api/v1/conversations/{conversation_id}/checkpoints/{checkpoint_id}/writes/", {
         path: { conversation_id: conversationId, checkpoint_id: checkpointId },
-        body: { namespace: task.namespace ?? "", task_id: task.task_id, task_path: task.task_path ?? "", writes: batch },
+        body: { namespace: task.namespace ?? "", task_id: task.task_id, task_path: task.task_path ?? "", writes: items },
       }),
     );
-    await this.#sendBatch("writes", parts, options);
+    await this.#sendBatch(batch, options);
   }
 
   /** Delete the checkpoints (and their writes) of a namespace, or of all when none is given. */
@@ -709,14 +717,15 @@ export class MemoryClient {
 
   /**
    * Run store operations in order; one result per operation, a later one seeing an earlier one's
-   * write. Up to `MAX_BATCH` operations are one request and one transaction of the service; a longer
+   * write. Up to `MAX_BATCH` operations (and at most the service's `MEMORY_MAX_BATCH`) are one request
+   * and one transaction of the service; a longer
    * batch is sent in parts, each its own transaction.
    */
   async storeBatch(operations: readonly StoreOperation[], options: CallOptions = {}): Promise<unknown[]> {
-    const parts = batches("operations", operations, (batch) =>
-      this.#prepare("post", "/api/v1/store/batch/", { body: { operations: batch as Array<Record<string, unknown>> } }),
+    const batch = new Batch("operations", operations, (items) =>
+      this.#prepare("post", "/api/v1/store/batch/", { body: { operations: items as Array<Record<string, unknown>> } }),
     );
-    const answers = await this.#sendBatch("operations", parts, options);
+    const answers = await this.#sendBatch(batch, options);
     return answers.flatMap((answer) => answer.results);
   }
 
@@ -860,15 +869,25 @@ export class MemoryClient {
     return retryAfter === null ? backoff(attempt) : Math.min(retryAfter, RETRY_AFTER_CAP);
   }
 
-  /** The answers to the parts of a batch, sent in order; an error names the item by its index in the whole batch. */
-  async #sendBatch<T>(name: string, parts: ReadonlyArray<readonly [number, Prepared<T>]>, options: CallOptions): Promise<T[]> {
+  /**
+   * The answers to the parts of a batch, sent in order. A refusal of a part as more items than the
+   * service takes in one request stored nothing: the rest of the batch, that part included, is sent in
+   * parts of the limit it named, and this client's later batches use that size too. Any other error
+   * names the item by its index in the whole batch and counts the items earlier parts stored.
+   */
+  async #sendBatch<I, T>(batch: Batch<I, T>, options: CallOptions): Promise<T[]> {
     const answers: T[] = [];
-    for (const [start, request] of parts) {
+    let parts = batch.parts(this.#batchSize);
+    while (parts.length > 0) {
+      const [start, count, request] = parts.shift()!;
       try {
         answers.push(await this.#send(request, options));
       } catch (error) {
-        if (error instanceof MemoryServiceError) throw inBatch(error, name, start, start);
-        throw error;
+        if (!(error instanceof MemoryServiceError)) throw error;
+        const limit = serviceBatchLimit(error, batch.name, count);
+        if (limit === null) throw inBatch(error, batch.name, start, start);
+        this.#batchSize = limit;
+        parts = batch.parts(limit, start);
       }
     }
     return answers;
@@ -989,22 +1008,43 @@ function emptyPage(): FactHistoryPage {
   return { count: 0, next: null, previous: null, results: [] };
 }
 
-/**
- * The requests of a batch of `items`, one per part of at most `MAX_BATCH`, each with the index of its
- * first item. Every part is built, hence encoded, before any is sent: a value no request can carry is
- * refused naming its index in `items`, and nothing is written.
- */
-function batches<I, T>(name: string, items: readonly I[], requestOf: (batch: I[]) => Prepared<T>): Array<readonly [number, Prepared<T>]> {
-  const parts: Array<readonly [number, Prepared<T>]> = [];
-  for (let start = 0; start < items.length; start += MAX_BATCH) {
-    try {
-      parts.push([start, requestOf(items.slice(start, start + MAX_BATCH))]);
-    } catch (error) {
-      if (error instanceof MemoryServiceError) throw inBatch(error, name, start, 0);
-      throw error;
+/** A batch of `items`, the body's list `name`, sent in parts of consecutive items, in order; `requestOf` makes the request of one part. */
+class Batch<I, T> {
+  constructor(
+    readonly name: string,
+    readonly items: readonly I[],
+    readonly requestOf: (items: I[]) => Prepared<T>,
+  ) {}
+
+  /**
+   * The requests of the items from `start` on, one per part of at most `size`, each with the index of
+   * its first item and its number of items. Every part is built, hence encoded, before any is sent: a
+   * value no request can carry is refused naming its index in `items`, and nothing is written.
+   */
+  parts(size: number, start = 0): Array<readonly [number, number, Prepared<T>]> {
+    const parts: Array<readonly [number, number, Prepared<T>]> = [];
+    for (let first = start; first < this.items.length; first += size) {
+      const items = this.items.slice(first, first + size);
+      try {
+        parts.push([first, items.length, this.requestOf(items)]);
+      } catch (error) {
+        if (error instanceof MemoryServiceError) throw inBatch(error, this.name, first, 0);
+        throw error;
+      }
     }
+    return parts;
   }
-  return parts;
+}
+
+/**
+ * The most items the service takes in one request, when `error` is its refusal of a part of `sent`
+ * items as more than that (`limit_exceeded` naming the batch's list itself, and the limit, its
+ * `MEMORY_MAX_BATCH`); `null` for any other error. Such a refusal stores nothing.
+ */
+function serviceBatchLimit(error: MemoryServiceError, name: string, sent: number): number | null {
+  const limit = error.details["limit"];
+  if (error.code !== "limit_exceeded" || error.details["field"] !== name || !Number.isInteger(limit)) return null;
+  return (limit as number) > 0 && (limit as number) < sent ? (limit as number) : null;
 }
 
 /**
@@ -1021,7 +1061,7 @@ function inBatch(error: MemoryServiceError, name: string, start: number, applied
     );
   let message = renumbered(error.message);
   if (applied > 0) {
-    message += ` (the batch was sent in parts of ${MAX_BATCH}: ${name}[0] to ${name}[${applied - 1}] were applied)`;
+    message += ` (the batch was sent in parts: ${name}[0] to ${name}[${applied - 1}] were applied)`;
   }
   const details: ErrorDetails = { ...error.details, applied };
   if (typeof details["field"] === "string") details["field"] = renumbered(details["field"]);

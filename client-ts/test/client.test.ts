@@ -11,7 +11,7 @@ import {
   Unreachable,
   type MessageIn,
 } from "../src/index.js";
-import { client, eventually, freshId, otherClient, serviceUrl } from "./support.js";
+import { apiKey, client, eventually, freshId, otherClient, serviceUrl, smallBatch, smallBatchUrl } from "./support.js";
 
 const memory = client();
 
@@ -212,6 +212,35 @@ describe("errors", () => {
       return true;
     });
     assert.equal((await memory.messages(conversation, { limit: 500 })).length, 100);
+  });
+
+  it("sends a batch in parts of the service's own limit once it refuses a longer part, same ids, same order", async () => {
+    const sizes: number[] = [];
+    const counting: typeof fetch = async (input, init) => {
+      const body = typeof init?.body === "string" ? (JSON.parse(init.body) as Record<string, unknown[]>) : {};
+      const items = body["messages"] ?? body["writes"] ?? body["operations"];
+      if (items !== undefined) sizes.push(items.length);
+      return await fetch(input, init);
+    };
+    const small = new MemoryClient(smallBatchUrl, apiKey, { fetch: counting });
+    const conversation = freshId("ts-small-batches");
+    const batch: MessageIn[] = Array.from({ length: 2 * smallBatch + 1 }, (_, index) => ({ role: "user", content: `turn ${index}` }));
+
+    const stored = await small.append(conversation, batch);
+    const again = await small.append(conversation, stored.map(({ id, role, content }) => ({ id, role, content }) as MessageIn));
+    const namespace = ["ts", freshId("small")];
+    const results = await small.storeBatch([
+      ...Array.from({ length: smallBatch + 1 }, (_, index) => ({ op: "put", namespace, key: `${index}`, value: { n: index } }) as const),
+      { op: "get", namespace, key: `${smallBatch}` },
+    ]);
+
+    assert.deepEqual(stored.map((message) => message.content), batch.map((message) => message.content));
+    assert.deepEqual(again.map((message) => [message.id, message.seq]), stored.map((message) => [message.id, message.seq]));
+    assert.deepEqual((results.at(-1) as { value: unknown }).value, { n: smallBatch });
+    // The first part refused whole, then the service's size, for the later batches at once.
+    const parts = [smallBatch, smallBatch, 1];
+    assert.deepEqual(sizes, [2 * smallBatch + 1, ...parts, ...parts, smallBatch, 2]);
+    assert.deepEqual((await memory.messages(conversation)).map((message) => message.id), stored.map((message) => message.id));
   });
 
   it("throws Unauthorized for a key the service does not know", async () => {

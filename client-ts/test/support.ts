@@ -1,6 +1,7 @@
 /**
  * What the tests share: the live service they run against (`MEMORY_URL`, and API keys of two
- * tenants, `MEMORY_API_KEY` and `MEMORY_OTHER_API_KEY`, which tests/client_ts sets) and fresh ids.
+ * tenants, `MEMORY_API_KEY` and `MEMORY_OTHER_API_KEY`, and the same service taking fewer items per
+ * request, `MEMORY_SMALL_BATCH_URL`, which tests/client_ts sets) and fresh ids.
  */
 
 import { randomUUID } from "node:crypto";
@@ -16,6 +17,10 @@ function required(name: string): string {
 export const serviceUrl = required("MEMORY_URL");
 export const apiKey = required("MEMORY_API_KEY");
 export const otherApiKey = required("MEMORY_OTHER_API_KEY");
+
+/** The same service through a web process that takes at most `smallBatch` items per request (its MEMORY_MAX_BATCH). */
+export const smallBatchUrl = required("MEMORY_SMALL_BATCH_URL");
+export const smallBatch = Number(required("MEMORY_SMALL_BATCH"));
 
 export function client(options: ClientOptions = {}): MemoryClient {
   return new MemoryClient(serviceUrl, apiKey, options);

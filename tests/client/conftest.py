@@ -52,6 +52,20 @@ def web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transacti
     return server
 
 
+# MEMORY_MAX_BATCH of ``small_batch_web``: a service whose operator lowered it below the clients' 100.
+SMALL_BATCH = 3
+
+
+@pytest.fixture
+def small_batch_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
+    """A running gunicorn that takes at most SMALL_BATCH items per request, on the same database."""
+    environment = {**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": LOOPBACK_ALLOWED, "MEMORY_MAX_BATCH": str(SMALL_BATCH)}
+    server = web_servers.setdefault("small-batch", WebServer(env=environment, name="small-batch", workers=1))
+    if not server.running:
+        server.start()
+    return server
+
+
 @dataclass
 class LiveService:
     """The running service and a key of the ``tenant`` fixture's tenant."""

@@ -21,10 +21,10 @@ from memory_client.http import MAX_BATCH
 from memory_client.store import ServiceStore
 from store.models import StoreItem
 from tenants import services as tenant_services
-from tests.client.conftest import LOOPBACK_ALLOWED, wait_for_a_quiet_service
+from tests.client.conftest import SMALL_BATCH, wait_for_a_quiet_service
 from tests.faults import CeleryWorker, WebServer, wait_until
 
-SERVICE_LIMIT = 3
+SERVICE_LIMIT = SMALL_BATCH
 
 
 class Counting:
@@ -60,18 +60,12 @@ class AsyncCountingTransport(httpx.AsyncHTTPTransport):
 
 
 @pytest.fixture
-def small_batches(
-    web_servers: dict[str, WebServer], worker_env: dict[str, str], worker: CeleryWorker, tenant: Any
-) -> Iterator[tuple[MemoryClient, Counting]]:
+def small_batches(small_batch_web: WebServer, worker: CeleryWorker, tenant: Any) -> Iterator[tuple[MemoryClient, Counting]]:
     """A client of a service that takes at most SERVICE_LIMIT items per request, and its counts."""
-    environment = {**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": LOOPBACK_ALLOWED, "MEMORY_MAX_BATCH": str(SERVICE_LIMIT)}
-    server = web_servers.setdefault("small-batch", WebServer(env=environment, name="small-batch", workers=1))
-    if not server.running:
-        server.start()
     _, key = tenant_services.api_key_create(tenant=tenant, name="small-batches")
     counting = Counting()
     transports = {"transport": CountingTransport(counting), "async_transport": AsyncCountingTransport(counting)}
-    with MemoryClient(server.url, key, **transports) as client:
+    with MemoryClient(small_batch_web.url, key, **transports) as client:
         yield client, counting
     wait_for_a_quiet_service(worker)
 

@@ -3,7 +3,8 @@
 Its types are generated from the service's OpenAPI schema and committed (``client-ts/src/schema.ts``):
 the first test regenerates them from the schema the service makes now and fails when they differ.
 Then the package is type-checked and built (``tsc``, strict), and its Node test suite runs against a
-live gunicorn and Celery worker, with API keys of two tenants.
+live gunicorn and Celery worker, with API keys of two tenants (and a second gunicorn of the same
+service taking fewer items per request).
 
 Node and npm must be installed; ``make test`` installs the package's dependencies
 (``client-ts/node_modules``) from its lock.
@@ -20,8 +21,8 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiYamlRenderer
 
 from tenants import services as tenant_services
-from tests.client.conftest import LiveService
-from tests.faults import ARTIFACTS
+from tests.client.conftest import SMALL_BATCH, LiveService
+from tests.faults import ARTIFACTS, WebServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "client-ts"
@@ -82,12 +83,17 @@ def test_the_package_type_checks_and_builds(npm: str) -> None:
         assert (PACKAGE / "dist" / f"{entry}.d.ts").is_file()
 
 
-def test_the_node_suite_passes_against_the_live_service(npm: str, service: LiveService, other_tenant: Any) -> None:
+def test_the_node_suite_passes_against_the_live_service(
+    npm: str, service: LiveService, small_batch_web: WebServer, other_tenant: Any
+) -> None:
     _, other_key = tenant_services.api_key_create(tenant=other_tenant, name="typescript-client-tests")
     environment = {
         "MEMORY_URL": service.url,
         "MEMORY_API_KEY": service.api_key,
         "MEMORY_OTHER_API_KEY": other_key,
+        # The same service, taking at most SMALL_BATCH items per request (MEMORY_MAX_BATCH).
+        "MEMORY_SMALL_BATCH_URL": small_batch_web.url,
+        "MEMORY_SMALL_BATCH": str(SMALL_BATCH),
     }
 
     result = run_npm(npm, "test", env=environment)
