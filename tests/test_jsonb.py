@@ -6,20 +6,13 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 
 from core.jsonb import JsonbEncoder
 from tests.hostile import storable_value
+from tests.test_storable import DATABASE_PROPERTY
 
 pytestmark = pytest.mark.django_db
-
-DATABASE_PROPERTY = settings(
-    max_examples=80,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
 
 
 def through_jsonb(value: Any) -> Any:
