@@ -519,7 +519,9 @@ MEMORY_MAX_MEMORY_BYTES = env.int("MEMORY_MAX_MEMORY_BYTES", default=1_048_576)
 MEMORY_MAX_CHECKPOINT_BYTES = env.int("MEMORY_MAX_CHECKPOINT_BYTES", default=1_048_576)
 # One LangGraph store item's value, as JSON.
 MEMORY_MAX_STORE_VALUE_BYTES = env.int("MEMORY_MAX_STORE_VALUE_BYTES", default=262_144)
-# Messages in one append, facts in one batch, operations in one store batch.
+# Messages in one append, facts in one batch, a task's checkpoint writes, operations in one store batch. A
+# longer request is refused whole (400 limit_exceeded, details.limit its value); the Python and TypeScript
+# clients then send their batches in parts of it (they send at most 100 per request).
 MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
 # The largest limit (page size, top_k) any list or search takes.
 MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
