@@ -15,6 +15,8 @@ class WorkerHeartbeat(models.Model):
     queues = models.JSONField(default=list)  # the queues it consumes
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField(db_index=True)
+    # Whether its consumer held a connection to the broker at that beat (None: not said).
+    broker_connected = models.BooleanField(null=True)
 
     def __str__(self) -> str:
         return self.hostname

@@ -5,8 +5,10 @@ Contract
 * The engines (PostgreSQL, the read replica when configured, Redis, the broker) are those of the
   readiness decision (``memoryproject.health.readiness``, handed in by the project's URLs): one
   round of checks, each with its own short timeout, shared with the probes of this process for a
-  second. Its status and its message are the page's headline, word for word; nothing here decides
-  differently whether writes are accepted.
+  second. Its status and its message are the page's headline, word for word (for a reader who does
+  not run the deployment, its reason without the advice to read the error texts with the metrics
+  token, which only the deployment's operators hold); nothing here decides differently whether
+  writes are accepted.
 * What follows the checks asks only the engines that answered: the workers' heartbeats, the counts
   and the samples from PostgreSQL, the queues from the broker. An engine down costs its own timeout
   once, in the readiness round, which also keeps its error text (shown to a superuser only).
@@ -18,6 +20,15 @@ Contract
   that adds them up (queue depths, the persist lag, the deployment's hit rate, error texts, node
   names) reaches its report: its samples are read from PostgreSQL by its own slug's key.
   ``engines`` (a staff user bound to no tenant) sees what ``tenant`` sees without any figure.
+* Each problem says what its reader can do: the commands, the processes and the engines are the
+  deployment's operators' (a superuser's); anyone else is told to ask them, and offered what the
+  admin lets them do themselves (``Abilities``: the dead letters' list and its replay action).
+* A worker is judged by its heartbeat and by the broker together: its heartbeat says whether its
+  consumer held a connection to the broker then, so a queue the broker counts no consumer on is
+  either waited for by workers connecting (they said so) or left by workers that said they were
+  connected (stopped since, killed or lost), never "reconnecting" on the strength of a recent beat.
+* A figure and its chart show the same latest value (``_latest``), with the time it was read when
+  it is not the newest sample's; a figure that cannot be read says why, and what would fill it.
 """
 
 from collections.abc import Callable, Sequence
@@ -58,21 +69,41 @@ ENGINES = {
     "cache": ("Redis", "REDIS_URL"),
     "broker": ("The broker", "CELERY_BROKER_URL"),
 }
-ENGINE_ACTIONS = {
-    "database": "Start PostgreSQL or restore this process's route to it. Acknowledged writes wait in the "
-    "persist queue and are persisted once it answers; nothing is lost.",
-    "replica": "Start the replica or restore the route to it (or unset DATABASE_REPLICA_URL). Nothing waits on it.",
-    "cache": "Start Redis or restore this process's route to it. The conversations written meanwhile "
-    "({repairs}) are repaired by the sweep (every 15 s) once it answers.",
-    "broker": "Start the broker or restore this process's route to it. While Redis answers, appends are "
-    "refused with 503 broker_unavailable until it is back.",
+# An engine down: what its deployment's operators do, then what happens meanwhile (told to everyone).
+ENGINE_FIXES = {
+    "database": "Start PostgreSQL or restore this process's route to it.",
+    "replica": "Start the replica or restore the route to it (or unset DATABASE_REPLICA_URL).",
+    "cache": "Start Redis or restore this process's route to it.",
+    "broker": "Start the broker or restore this process's route to it.",
 }
+ENGINE_MEANWHILE = {
+    "database": "Acknowledged writes wait in the persist queue and are persisted once it answers; nothing is lost.",
+    "replica": "Nothing waits on it: its reads go to PostgreSQL.",
+    "cache": "The conversations written meanwhile ({repairs}) are repaired by the sweep (every 15 s) once it answers.",
+    "broker": "While Redis answers, appends are refused with 503 broker_unavailable until it is back.",
+}
+# What a reader who does not run the deployment is told to do about what only its operators can mend.
+ASK_OPERATORS = "Only your deployment's operators can {what}: tell them, if they do not know yet."
+# Where the figures over an interval are counted from when the processes keep their metrics apart.
+MULTIPROCESS_SETTING = "PROMETHEUS_MULTIPROC_DIR"
 
 
 class Scope:
     DEPLOYMENT = "deployment"
     TENANT = "tenant"
     ENGINES = "engines"
+
+
+@dataclass(frozen=True)
+class Abilities:
+    """What the page's reader may do in the admin beyond reading the page (read by the view from the
+    admin's own permission checks): a problem offers only these."""
+
+    dead_letter_list: bool = False
+    dead_letter_replay: bool = False
+
+
+EVERYTHING = Abilities(dead_letter_list=True, dead_letter_replay=True)
 
 
 class ReadinessDecision(Protocol):
@@ -103,6 +134,10 @@ class Worker:
     seen_at: datetime
     missing: bool
     heard: str  # "12 s ago"
+    broker_connected: bool | None  # its consumer's connection at its last beat (None: not said)
+    # "alive"; "connecting" (its last beat said it has no broker connection); "left" (it said it was
+    # connected, and the broker counts no consumer on its queues since); "missing" (no beat for 30 s).
+    state: str = "alive"
 
 
 @dataclass(frozen=True)
@@ -117,7 +152,8 @@ class Queue:
     last_heard_ago: str
     served: bool | None  # None: neither the broker nor the heartbeats can tell
     start_command: str
-    broker_answers: bool  # False: its workers (served from their heartbeats) wait for the broker
+    broker_answers: bool  # whether the broker answered this process (else served is the heartbeats')
+    connected_workers: int = 0  # live workers whose last beat said they hold a broker connection
 
 
 @dataclass(frozen=True)
@@ -153,6 +189,7 @@ class HealthReport:
     problems: list[Problem] = field(default_factory=list)
     last_sample_at: datetime | None = None
     samples_readable: bool = True
+    abilities: Abilities = EVERYTHING
 
     @property
     def overall(self) -> str:
@@ -174,8 +211,15 @@ def worker_commands() -> dict[str, str]:
     }
 
 
-def health_report(*, readiness: Callable[[], ReadinessDecision], scope: str, tenant: Tenant | None = None) -> HealthReport:
-    """The health page's panel for ``scope`` (``tenant``'s with the tenant scope)."""
+def health_report(
+    *,
+    readiness: Callable[[], ReadinessDecision],
+    scope: str,
+    tenant: Tenant | None = None,
+    abilities: Abilities | None = None,
+) -> HealthReport:
+    """The health page's panel for ``scope`` (``tenant``'s with the tenant scope); ``abilities`` are
+    what its reader may do in the admin (everything for the deployment scope, by default nothing else)."""
     if (scope == Scope.TENANT) != (tenant is not None):
         raise ValueError("The tenant scope needs its tenant, and only it.")
     decision = readiness()
@@ -186,12 +230,14 @@ def health_report(*, readiness: Callable[[], ReadinessDecision], scope: str, ten
         tenant=tenant.slug if tenant else None,
         checked_at=now,
         status=decision.status,
-        message=decision.message,
+        # The advice that follows the reason reads the error texts with the metrics token: the deployment's.
+        message=decision.message if deployment else (getattr(decision, "reason", "") or decision.message),
         engines=_engines(decision, with_errors=deployment),
+        abilities=abilities or (EVERYTHING if deployment else Abilities()),
     )
     up = {engine.key: engine.ok for engine in report.engines}
     broker = broker_status() if up["broker"] else None  # the queues' depths and consumers
-    heartbeats = _heartbeats(now=now) if up["database"] else None
+    heartbeats = _heartbeats(now=now, broker=broker) if up["database"] else None
     report.queues = _queues(broker, heartbeats, now=now, with_depths=deployment)
     if deployment and heartbeats is not None:
         report.workers = heartbeats
@@ -209,7 +255,7 @@ def health_report(*, readiness: Callable[[], ReadinessDecision], scope: str, ten
     if scope != Scope.ENGINES:
         report.figures = _figures(samples, counts, broker=broker, slug=report.tenant)
         report.charts = _charts(samples, slug=report.tenant, now=now)
-    report.problems = _problems(report, samples=samples, counts=counts, now=now)
+    report.problems = _problems(report, samples=samples, counts=counts, heard=heartbeats or [], now=now)
     return report
 
 
@@ -229,25 +275,49 @@ def _engines(decision: ReadinessDecision, *, with_errors: bool) -> list[Engine]:
     return engines
 
 
-def _heartbeats(*, now: datetime) -> list[Worker] | None:
-    """Every worker heard from within the day, the newest first; None when PostgreSQL did not answer."""
+def _heartbeats(*, now: datetime, broker: dict[str, Any] | None) -> list[Worker] | None:
+    """Every worker heard from within the day, the newest first, each in its state (``Worker.state``,
+    read against the broker's consumer counts when it answered); None when PostgreSQL did not answer."""
     missing_before = now - timedelta(seconds=MISSING_AFTER_SECONDS)
     try:
         rows = list(WorkerHeartbeat.objects.order_by("-seen_at"))
     except DatabaseError:
         return None
-    return [
-        Worker(
-            hostname=row.hostname,
-            pid=row.pid,
-            queues=list(row.queues),
-            started_at=row.started_at,
-            seen_at=row.seen_at,
-            missing=row.seen_at < missing_before,
-            heard=_ago(now - row.seen_at),
+    consumers = _consumers(broker)
+    workers = []
+    for row in rows:
+        missing = row.seen_at < missing_before
+        # The broker's counts of the queues it consumes (those the page knows): all 0 means it left them.
+        counted = [consumers[name] for name in row.queues if name in consumers]
+        if missing:
+            state = "missing"
+        elif row.broker_connected is False:
+            state = "connecting"
+        elif counted and not any(counted):
+            state = "left"
+        else:
+            state = "alive"
+        workers.append(
+            Worker(
+                hostname=row.hostname,
+                pid=row.pid,
+                queues=list(row.queues),
+                started_at=row.started_at,
+                seen_at=row.seen_at,
+                missing=missing,
+                heard=_ago(now - row.seen_at),
+                broker_connected=row.broker_connected,
+                state=state,
+            )
         )
-        for row in rows
-    ]
+    return workers
+
+
+def _consumers(broker: dict[str, Any] | None) -> dict[str, int]:
+    """The broker's consumer count of each queue, by name; empty when it did not answer."""
+    if broker is None or not broker["ok"]:
+        return {}
+    return {broker["queue"]: broker["consumers"], broker["derived_queue"]: broker["derived_consumers"]}
 
 
 def _queues(broker: dict[str, Any] | None, heartbeats: list[Worker] | None, *, now: datetime, with_depths: bool) -> list[Queue]:
@@ -267,11 +337,12 @@ def _queues(broker: dict[str, Any] | None, heartbeats: list[Worker] | None, *, n
         consumers = broker[consumers_key] if answered else None
         live = [w for w in heartbeats or () if name in w.queues and not w.missing]
         heard = [w.seen_at for w in heartbeats or () if name in w.queues]
+        connected = [w for w in live if w.broker_connected is not False]
         last_heard = max(heard, default=None)
         if consumers is not None:
             served: bool | None = consumers > 0
         elif heartbeats is not None:
-            served = bool(live)
+            served = bool(live)  # consumed by connected workers, or waited for by connecting ones
         else:
             served = None
         queues.append(
@@ -287,6 +358,7 @@ def _queues(broker: dict[str, Any] | None, heartbeats: list[Worker] | None, *, n
                 served=served,
                 start_command=commands[role],
                 broker_answers=answered,
+                connected_workers=len(connected),
             )
         )
     return queues
@@ -327,14 +399,16 @@ def _counts(*, tenant: Tenant | None) -> dict[str, int]:
 
 
 def _with_intervals(samples: Sequence[dict[str, Any]], *, slug: str | None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Each sample with what happened since the one before it (when that one is close enough)."""
+    """Each sample with what happened since the one before it (when that one is close enough), and
+    the interval's length in ``seconds`` (None without an interval)."""
     paired = []
     previous: dict[str, Any] | None = None
     for sample in samples:
-        earlier = None
+        earlier, seconds = None, None
         if previous is not None and sample["taken_at"] - previous["taken_at"] <= INTERVAL_AT_MOST:
             earlier = previous["figures"]
-        paired.append((sample, interval_figures(sample["figures"], earlier, tenant=slug)))
+            seconds = (sample["taken_at"] - previous["taken_at"]).total_seconds()
+        paired.append((sample, interval_figures(sample["figures"], earlier, tenant=slug) | {"seconds": seconds}))
         previous = sample
     return paired
 
@@ -349,6 +423,103 @@ def _own(figures: dict[str, Any], slug: str | None) -> dict[str, Any]:
     return own
 
 
+# What a figure and its chart read from a sample: (the sample's figures of the scope, its interval).
+Reader = Callable[[dict[str, Any], dict[str, Any]], float | None]
+
+
+def _depth(role: str) -> Reader:
+    return lambda figures, _: ((figures.get("queues") or {}).get(role) or {}).get("depth")
+
+
+def _interval(key: str) -> Reader:
+    return lambda _, interval: interval.get(key)
+
+
+def _hit_rate_percent(_: dict[str, Any], interval: dict[str, Any]) -> float | None:
+    return None if interval.get("hit_rate") is None else round(100 * interval["hit_rate"], 1)
+
+
+def _dead_letters_waiting(figures: dict[str, Any], _: dict[str, Any]) -> float | None:
+    return (figures.get("dead_letters") or {}).get("waiting")
+
+
+def _backlog(figures: dict[str, Any], _: dict[str, Any]) -> float | None:
+    return (figures.get("embedding") or {}).get("backlog")
+
+
+def _repairs(figures: dict[str, Any], _: dict[str, Any]) -> float | None:
+    return figures.get("cache_repairs")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The newest sample a figure could be read from, what it read, and whether a newer sample could not."""
+
+    sample: dict[str, Any]
+    own: dict[str, Any]
+    interval: dict[str, Any]
+    value: float
+    newest: bool
+
+
+def _latest(paired: list[tuple[dict[str, Any], dict[str, Any]]], read: Reader, *, slug: str | None) -> Reading | None:
+    """The newest sample of the hour ``read`` knows a value in: the figure shows it, as its chart's
+    caption does (``core.charts.line_chart``: the latest value drawn)."""
+    for index in range(len(paired) - 1, -1, -1):
+        sample, interval = paired[index]
+        own = _own(sample["figures"], slug)
+        value = read(own, interval)
+        if value is not None:
+            return Reading(sample=sample, own=own, interval=interval, value=value, newest=index == len(paired) - 1)
+    return None
+
+
+def _over(reading: Reading) -> str:
+    """The interval a figure was counted over, in words ("over the 30 s to 05:32:16 UTC")."""
+    seconds = reading.interval.get("seconds")
+    span = f"the {_duration(seconds)}" if seconds else "the last interval"  # 0: two samples taken together
+    return f"over {span} to {reading.sample['taken_at']:%H:%M:%S} UTC"
+
+
+def _multiprocess(samples: Sequence[dict[str, Any]]) -> bool | None:
+    """Whether the newest sample added up every process's figures (None: no sample)."""
+    return bool(samples[-1]["figures"].get("source", {}).get("multiprocess")) if samples else None
+
+
+def _unknown_interval(samples: Sequence[dict[str, Any]], paired: list[tuple[dict[str, Any], dict[str, Any]]], what: str) -> str:
+    """Why no interval of the hour has a figure (``what``: "lookup", "write persisted")."""
+    if not samples:
+        return "no sample in the last hour"
+    intervals = [(sample, interval) for sample, interval in paired if interval["seconds"] is not None]
+    if not intervals:
+        return "no two samples close enough to subtract yet"
+    sample, interval = intervals[-1]
+    newest = _over(Reading(sample=sample, own={}, interval=interval, value=0.0, newest=True))
+    if _multiprocess(samples):
+        return f"no {what} {newest}"
+    # The other processes' counts never reach the sample: say so rather than let "no data" pass for idle.
+    return f"no {what} {newest} in the process taking the samples, which counts its own only (see what needs doing)"
+
+
+def _interval_figure(
+    label: str,
+    reading: Reading | None,
+    shown: Callable[[Reading], str],
+    *,
+    counted: tuple[str, str, str],
+    unknown: str,
+    kind: str = "",
+) -> Figure:
+    """A figure over an interval: its latest ``reading`` shown, with how many it counted over which
+    interval (``counted``: the interval's key, its noun, and the noun of none since), or why none."""
+    if reading is None:
+        return Figure(label, "no data", unknown)
+    key, noun, none = counted
+    since = "" if reading.newest else f"; no {none} since"
+    detail = f"{number(reading.interval[key])} {noun} {_over(reading)}{since}"
+    return Figure(label, shown(reading), detail, kind)
+
+
 def _figures(
     samples: list[dict[str, Any]],
     counts: dict[str, int],
@@ -357,45 +528,35 @@ def _figures(
     slug: str | None,
 ) -> list[Figure]:
     paired = _with_intervals(samples, slug=slug)
-    latest, interval = paired[-1] if paired else (None, {})
-    own = _own(latest["figures"], slug) if latest else {}
-    seconds = _interval_seconds(samples)  # None, or 0 for two samples taken together: no span to name
-    span = f"the {_duration(seconds)}" if seconds else "the last interval"
-    when = f"over {span} to {latest['taken_at']:%H:%M:%S} UTC" if latest else ""
-    rate = interval.get("hit_rate")
     figures: list[Figure] = []
     if slug is None:
         answered = broker is not None and broker["ok"]
-        figures.append(
-            Figure(
-                "Persist queue",
-                number(broker["queue_depth"]) if answered else "unknown",
-                "waiting now" if answered else "the broker does not answer",
+        for label, key in (("Persist queue", "queue_depth"), ("Derived queue", "derived_queue_depth")):
+            figures.append(
+                Figure(
+                    label,
+                    number(broker[key]) if answered else "unknown",
+                    "waiting now" if answered else "the broker does not answer",
+                )
             )
-        )
+        lag = _latest(paired, _interval("lag_p99"), slug=slug)
         figures.append(
-            Figure(
-                "Derived queue",
-                number(broker["derived_queue_depth"]) if answered else "unknown",
-                "waiting now" if answered else "the broker does not answer",
-            )
-        )
-        p99 = interval.get("lag_p99")
-        figures.append(
-            Figure(
+            _interval_figure(
                 "Persist lag p50 / p99",
-                f"{_seconds(interval.get('lag_p50'))} / {_seconds(p99)}",
-                f"{number(interval['persisted'])} writes {when}"
-                if interval.get("persisted")
-                else f"no write persisted {when}".strip(),
-                "warning" if p99 is not None and p99 > LAG_LIMIT_SECONDS else "",
+                lag,
+                lambda reading: f"{_seconds(reading.interval.get('lag_p50'))} / {_seconds(reading.value)}",
+                counted=("persisted", "writes", "write persisted"),
+                unknown=_unknown_interval(samples, paired, "write persisted"),
+                kind="warning" if lag and lag.newest and lag.value > LAG_LIMIT_SECONDS else "",
             )
         )
     figures.append(
-        Figure(
+        _interval_figure(
             "Cache hit rate",
-            _percent(rate),
-            f"{number(interval['lookups'])} lookups {when}" if interval.get("lookups") else f"no lookup {when}".strip(),
+            _latest(paired, _hit_rate_percent, slug=slug),
+            lambda reading: number(reading.value, "%"),
+            counted=("lookups", "lookups", "lookup"),
+            unknown=_unknown_interval(samples, paired, "lookup"),
         )
     )
     waiting = counts.get("dead_letters")
@@ -407,16 +568,20 @@ def _figures(
             "warning" if waiting else "",
         )
     )
-    embedding = own.get("embedding") or {}
-    backlog, lag = embedding.get("backlog"), embedding.get("lag_seconds")
-    figures.append(
-        Figure(
-            "Embedding backlog",
-            number(backlog) if backlog is not None else "unknown",
-            f"the oldest waiting for {_duration(lag)}" if lag else ("none waits" if backlog == 0 else "no sample"),
-            "warning" if lag and lag > EMBEDDING_LAG_LIMIT_SECONDS else "",
+    backlog = _latest(paired, _backlog, slug=slug)
+    if backlog is None:
+        figures.append(Figure("Embedding backlog", "unknown", "no sample read it in the last hour"))
+    else:
+        lag_seconds = (backlog.own.get("embedding") or {}).get("lag_seconds")
+        figures.append(
+            Figure(
+                "Embedding backlog",
+                number(backlog.value),
+                (f"the oldest waiting for {_duration(lag_seconds)}" if lag_seconds else "none waits")
+                + ("" if backlog.newest else f", at {backlog.sample['taken_at']:%H:%M:%S} UTC (unread since)"),
+                "warning" if lag_seconds and lag_seconds > EMBEDDING_LAG_LIMIT_SECONDS else "",
+            )
         )
-    )
     repairs = counts.get("cache_repairs")
     figures.append(
         Figure(
@@ -440,91 +605,55 @@ def _charts(samples: list[dict[str, Any]], *, slug: str | None, now: datetime) -
         if 0 <= index < slots:
             grid[index] = (grid[index][0], (sample, interval))
 
-    def series(read: Callable[[dict[str, Any], dict[str, Any]], float | None]) -> list[tuple[datetime, float | None]]:
+    def series(read: Reader) -> list[tuple[datetime, float | None]]:
         return [(moment, read(_own(found[0]["figures"], slug), found[1]) if found else None) for moment, found in grid]
-
-    def queue(role: str) -> Callable[[dict[str, Any], dict[str, Any]], float | None]:
-        return lambda figures, _: ((figures.get("queues") or {}).get(role) or {}).get("depth")
-
-    def rate(_: dict[str, Any], interval: dict[str, Any]) -> float | None:
-        return None if interval.get("hit_rate") is None else round(100 * interval["hit_rate"], 1)
-
-    def dead_letters(figures: dict[str, Any], _: dict[str, Any]) -> float | None:
-        return (figures.get("dead_letters") or {}).get("waiting")
-
-    def backlog(figures: dict[str, Any], _: dict[str, Any]) -> float | None:
-        return (figures.get("embedding") or {}).get("backlog")
 
     charts = []
     if slug is None:
-        charts.append(line_chart(series(queue("persist")), label="Persist queue", unit="waiting"))
-        charts.append(line_chart(series(queue("derived")), label="Derived queue", unit="waiting"))
-        p99 = series(lambda _, interval: interval.get("lag_p99"))
+        charts.append(line_chart(series(_depth("persist")), label="Persist queue", unit="waiting"))
+        charts.append(line_chart(series(_depth("derived")), label="Derived queue", unit="waiting"))
+        p99 = series(_interval("lag_p99"))
         over = any(value is not None and value > LAG_LIMIT_SECONDS for _, value in p99)
         charts.append(line_chart(p99, label="Persist lag p99", unit="s", y_max=LAG_LIMIT_SECONDS, kind="warning" if over else ""))
-        charts.append(
-            line_chart(
-                series(lambda _, interval: interval.get("lag_p50")), label="Persist lag p50", unit="s", y_max=LAG_LIMIT_SECONDS
-            )
-        )
-    charts.append(line_chart(series(rate), label="Cache hit rate", unit="%", y_max=100))
-    charts.append(line_chart(series(dead_letters), label="Dead letters waiting"))
-    charts.append(line_chart(series(backlog), label="Embedding backlog", unit="messages"))
+        charts.append(line_chart(series(_interval("lag_p50")), label="Persist lag p50", unit="s", y_max=LAG_LIMIT_SECONDS))
+    charts.append(line_chart(series(_hit_rate_percent), label="Cache hit rate", unit="%", y_max=100))
+    charts.append(line_chart(series(_dead_letters_waiting), label="Dead letters waiting"))
+    charts.append(line_chart(series(_backlog), label="Embedding backlog", unit="messages"))
     if slug is not None:
-        charts.append(line_chart(series(lambda figures, _: figures.get("cache_repairs")), label="Awaiting cache repair"))
+        charts.append(line_chart(series(_repairs), label="Awaiting cache repair"))
     return charts
 
 
-# --- The problems, in words, with what to do ---------------------------------------------------------
+# --- The problems, in words, with what to do: each reader is told only what it can do -------------------
 
 
-def _problems(report: HealthReport, *, samples: list[dict[str, Any]], counts: dict[str, int], now: datetime) -> list[Problem]:
+def _problems(
+    report: HealthReport,
+    *,
+    samples: list[dict[str, Any]],
+    counts: dict[str, int],
+    heard: list[Worker],
+    now: datetime,
+) -> list[Problem]:
     problems: list[Problem] = []
     deployment = report.scope == Scope.DEPLOYMENT
     for engine in report.engines:
         if not engine.ok:
             repairs = counts.get("cache_repairs")
+            meanwhile = ENGINE_MEANWHILE[engine.key].format(
+                repairs=f"{repairs} so far" if repairs is not None else "counted once PostgreSQL answers"
+            )
+            fix = ENGINE_FIXES[engine.key] if deployment else ASK_OPERATORS.format(what="bring it back")
             problems.append(
                 Problem(
                     severity="error" if report.status == "unavailable" or engine.key == "database" else "warning",
                     text=f"{engine.name} ({engine.setting}) does not answer.",
-                    action=ENGINE_ACTIONS[engine.key].format(
-                        repairs=f"{repairs} so far" if repairs is not None else "counted once PostgreSQL answers"
-                    ),
+                    action=f"{fix} {meanwhile}",
                 )
             )
     for queue in report.queues:
-        # A tenant's operator reads no queue name and no command: the deployment's operators run the workers.
-        label = queue.name if deployment else f"the {queue.role} queue"
         if queue.served is False:
-            waiting = f" ({number(queue.depth)} now)" if queue.depth is not None else ""
-            consequence = (
-                f"acknowledged writes wait in the queue{waiting} and are not persisted; they are served from Redis meanwhile"
-                if queue.role == "persist"
-                else f"{queue.purpose} wait in the queue{waiting}; conversations and their windows are not held up"
-            )
-            heard = [w for w in report.workers if queue.name in w.queues and not w.missing]
-            if heard and queue.consumers == 0:
-                problems.append(
-                    Problem(
-                        severity="warning",
-                        text=f"No consumer on {label} at the broker, though {len(heard)} worker(s) of it "
-                        f"{'is' if len(heard) == 1 else 'are'} heard from: {consequence}.",
-                        action="They are reconnecting to the broker; if this lasts, restart them.",
-                    )
-                )
-                continue
-            problems.append(
-                Problem(
-                    severity="error" if queue.role == "persist" else "warning",
-                    text=f"No worker consumes {label}: {consequence}.",
-                    action="Start one (the Procfile's "
-                    f"{'worker' if queue.role == 'persist' else 'derived'} process; with make run, restart it):"
-                    if deployment
-                    else "The deployment's operators must start one; nothing acknowledged is lost meanwhile.",
-                    command=queue.start_command if deployment else "",
-                )
-            )
+            problems.append(_queue_problem(queue, [w for w in heard if queue.name in w.queues], deployment=deployment))
     for worker in report.workers:
         if worker.missing:
             problems.append(
@@ -539,8 +668,58 @@ def _problems(report: HealthReport, *, samples: list[dict[str, Any]], counts: di
             )
     problems += _figure_problems(report, samples=samples, counts=counts, deployment=deployment)
     if report.scope != Scope.ENGINES:
-        problems += _sample_problems(report, now=now)
+        problems += _sample_problems(report, samples=samples, now=now)
     return problems
+
+
+def _queue_problem(queue: Queue, heard: list[Worker], *, deployment: bool) -> Problem:
+    """A queue nothing consumes, in words: its workers connecting (they said so), or none, with those
+    that said they consumed it and left since (the broker counts no consumer on it)."""
+    # A tenant's operator reads no queue name, node name or command: the deployment's operators run the workers.
+    label = queue.name if deployment else f"the {queue.role} queue"
+    waiting = f" ({number(queue.depth)} now)" if queue.depth is not None else ""
+    consequence = (
+        f"acknowledged writes wait in the queue{waiting} and are not persisted; they are served from Redis meanwhile"
+        if queue.role == "persist"
+        else f"{queue.purpose} wait in the queue{waiting}; conversations and their windows are not held up"
+    )
+    connecting = [w for w in heard if w.state == "connecting"]
+    if connecting and queue.consumers == 0:
+        latest = max(connecting, key=lambda w: w.seen_at)
+        return Problem(
+            severity="warning",
+            text=f"No consumer on {label} at the broker: {len(connecting)} {'worker' if len(connecting) == 1 else 'workers'} of it "
+            f"{'says it is' if len(connecting) == 1 else 'say they are'} connecting to the broker (last heard from "
+            f"{latest.heard}): {consequence}.",
+            action="They connect by themselves once the broker takes them; if this lasts, read their logs (the "
+            "broker's address and credentials) or restart them."
+            if deployment
+            else "They connect by themselves; if this lasts, tell your deployment's operators.",
+        )
+    text = f"No worker consumes {label}: {consequence}."
+    left = [w for w in heard if w.state == "left"]
+    if left:
+        latest = max(left, key=lambda w: w.seen_at)
+        who = (
+            ", ".join(f"{w.hostname} (pid {w.pid})" for w in left)
+            if deployment
+            else ("Its worker" if len(left) == 1 else f"{len(left)} of its workers")
+        )
+        text += (
+            f" {who} said {'it was' if len(left) == 1 else 'they were'} consuming it when last heard from, "
+            f"{latest.heard}, and the broker has counted no consumer on it since: stopped without a word (killed, out "
+            f"of memory, its host gone) or cut off from the broker. Shown missing after {int(MISSING_AFTER_SECONDS)} s "
+            "without a heartbeat."
+        )
+    return Problem(
+        severity="error" if queue.role == "persist" else "warning",
+        text=text,
+        action="Start one (the Procfile's "
+        f"{'worker' if queue.role == 'persist' else 'derived'} process; with make run, restart it):"
+        if deployment
+        else ASK_OPERATORS.format(what="start one") + " Nothing acknowledged is lost meanwhile.",
+        command=queue.start_command if deployment else "",
+    )
 
 
 def _figure_problems(
@@ -564,16 +743,7 @@ def _figure_problems(
         )
     waiting = counts.get("dead_letters")
     if waiting:
-        problems.append(
-            Problem(
-                severity="warning",
-                text=f"{number(waiting)} {'dead letters wait' if waiting != 1 else 'dead letter waits'} for a replay: tasks that failed "
-                "for good, kept whole with their error.",
-                action="Fix what made them fail, then replay them from the list (or manage.py replay_dead_letters).",
-                link=reverse("admin:conversations_deadletter_changelist") + "?replayed_at__isempty=1",
-                link_text="Dead letters waiting",
-            )
-        )
+        problems.append(_dead_letter_problem(waiting, report.abilities, deployment=deployment))
     embedding = (_own(latest["figures"], report.tenant) if latest else {}).get("embedding") or {}
     lag = embedding.get("lag_seconds")
     if lag and lag > EMBEDDING_LAG_LIMIT_SECONDS:
@@ -584,14 +754,63 @@ def _figure_problems(
                 text=f"Vectors are behind: {number(embedding.get('backlog'))} messages wait for theirs, the oldest for "
                 f"{_duration(lag)}; search finds them by their words only meanwhile.",
                 action="Check that a worker consumes the derived queue and keeps up (the hourly backfill catches up "
-                "what it missed).",
+                "what it missed)."
+                if deployment
+                else ASK_OPERATORS.format(what="start or add the workers that compute them")
+                + " The hourly backfill catches up what they missed.",
                 command=derived.start_command if deployment else "",
+            )
+        )
+    if samples and not _multiprocess(samples):
+        counted = f" ({samples[-1]['figures'].get('source', {}).get('process')})" if deployment else ""
+        problems.append(
+            Problem(
+                severity="info",
+                text=f"The figures over an interval count the process that takes the samples only{counted}: "
+                f"the web processes serve the reads and keep their counts apart, so the cache hit rate has no "
+                f"data while reads are served{', and the persist lag is that worker’s' if deployment else ''}.",
+                action=f"Set {MULTIPROCESS_SETTING} for every process of the host (the web processes and the workers) "
+                "to one empty directory they share, emptied before they start (make run sets it); the samples add "
+                "every process up from then on."
+                if deployment
+                else ASK_OPERATORS.format(what=f"set {MULTIPROCESS_SETTING}, which adds every process's figures up"),
             )
         )
     return problems
 
 
-def _sample_problems(report: HealthReport, *, now: datetime) -> list[Problem]:
+def _dead_letter_problem(waiting: int, abilities: Abilities, *, deployment: bool) -> Problem:
+    """Dead letters waiting, with what the reader may do about them: the list and its replay action
+    when the admin lets them, the command for the deployment's operators, else whom to ask."""
+    text = (
+        f"{number(waiting)} {'dead letters wait' if waiting != 1 else 'dead letter waits'} for a replay: tasks that "
+        "failed for good, kept whole with their error."
+    )
+    if deployment:
+        action = "Fix what made them fail, then replay them from the list (or manage.py replay_dead_letters)."
+    elif abilities.dead_letter_replay:
+        action = (
+            "Read each one's error in the list; once what made it fail is fixed, replay it there (select it, then "
+            "“Replay the selected dead letters”). An error of the deployment's (an engine or a worker down) is "
+            "its operators' to fix first."
+        )
+    elif abilities.dead_letter_list:
+        action = "Read each one's error in the list. " + ASK_OPERATORS.format(
+            what="replay them, once what made them fail is fixed"
+        )
+    else:
+        action = ASK_OPERATORS.format(what="read and replay them")
+    show_list = deployment or abilities.dead_letter_list
+    return Problem(
+        severity="warning",
+        text=text,
+        action=action,
+        link=reverse("admin:conversations_deadletter_changelist") + "?replayed_at__isempty=1" if show_list else "",
+        link_text="Dead letters waiting" if show_list else "",
+    )
+
+
+def _sample_problems(report: HealthReport, *, samples: list[dict[str, Any]], now: datetime) -> list[Problem]:
     if not report.samples_readable:
         return [
             Problem(
@@ -607,7 +826,7 @@ def _sample_problems(report: HealthReport, *, now: datetime) -> list[Problem]:
     action = (
         "Run exactly one beat in the deployment (the Procfile's beat process), and a worker of the persist queue:"
         if deployment
-        else "The deployment's operators must start Celery beat."
+        else ASK_OPERATORS.format(what="start them (Celery beat, and a worker of the persist queue)")
     )
     if report.last_sample_at is None:
         return [
@@ -625,7 +844,7 @@ def _sample_problems(report: HealthReport, *, now: datetime) -> list[Problem]:
         Problem(
             severity="warning",
             text=f"No sample since {report.last_sample_at:%H:%M:%S} UTC ({_ago(age)}): {who} is stopped. The charts have "
-            "a gap from then and the figures over an interval are those of the last sample.",
+            "a gap from then and the figures over an interval are those of the last sample that had them.",
             action=action,
             command=command,
         )
@@ -635,20 +854,10 @@ def _sample_problems(report: HealthReport, *, now: datetime) -> list[Problem]:
 # --- Words ----------------------------------------------------------------------------------------
 
 
-def _interval_seconds(samples: list[dict[str, Any]]) -> float | None:
-    if len(samples) < 2:
-        return None
-    return (samples[-1]["taken_at"] - samples[-2]["taken_at"]).total_seconds()
-
-
 def _seconds(value: float | None) -> str:
     if value is None:
         return "no data"
     return f"{value * 1000:.0f} ms" if value < 1 else number(round(value, 2), "s")
-
-
-def _percent(value: float | None) -> str:
-    return "no data" if value is None else f"{100 * value:.1f} %"
 
 
 def _duration(seconds: float | None) -> str:

@@ -11,11 +11,20 @@ from console.models import HealthSample, WorkerHeartbeat
 KEPT_FOR = timedelta(days=1)
 
 
-def heartbeat_record(*, hostname: str, pid: int, queues: list[str], started_at: datetime) -> WorkerHeartbeat:
-    """This worker lives now: one row per node name, refreshed in place."""
+def heartbeat_record(
+    *, hostname: str, pid: int, queues: list[str], started_at: datetime, broker_connected: bool | None = None
+) -> WorkerHeartbeat:
+    """This worker lives now (and holds a connection to the broker, or not): one row per node name,
+    refreshed in place."""
     heartbeat, _ = WorkerHeartbeat.objects.update_or_create(
         hostname=hostname,
-        defaults={"pid": pid, "queues": queues, "started_at": started_at, "seen_at": timezone.now()},
+        defaults={
+            "pid": pid,
+            "queues": queues,
+            "started_at": started_at,
+            "seen_at": timezone.now(),
+            "broker_connected": broker_connected,
+        },
     )
     return heartbeat
 

@@ -4,7 +4,8 @@ fetched again every ``REFRESH_SECONDS`` by ``static/memory/console.js``, which s
 Both are wrapped in the admin site's ``admin_view`` by ``memoryproject/urls.py``, which hands them
 the readiness decision (``readiness``): only active staff reach them, anyone else is sent to the
 admin's login. Who sees what is ``console.selectors``' contract: a superuser the deployment, a staff
-user bound to a tenant that tenant, any other staff user the engines alone.
+user bound to a tenant that tenant, any other staff user the engines alone; what each is offered to
+do is read from the admin's own permission checks (``abilities_of``).
 
 No script or style inline: the page's behaviour and looks come from static files, so a
 Content-Security-Policy of ``'self'`` leaves it whole. The panel is never cached.
@@ -19,7 +20,8 @@ from django.template.response import TemplateResponse
 from django.utils.cache import add_never_cache_headers
 from django.views import View
 
-from console.selectors import HealthReport, ReadinessDecision, Scope, health_report
+from console.selectors import Abilities, HealthReport, ReadinessDecision, Scope, health_report
+from conversations.models import DeadLetter
 from tenants.admin import staff_tenant
 
 REFRESH_SECONDS = 10
@@ -27,15 +29,27 @@ REFRESH_SECONDS = 10
 PANEL_HEADER = "X-Health-Panel"
 
 
+def abilities_of(request: HttpRequest) -> Abilities:
+    """What the request's user may do in the admin that a problem on the page would offer: the dead
+    letters' list, and its replay action (the change permission), as the admin itself decides."""
+    dead_letters = admin.site._registry.get(DeadLetter)
+    if dead_letters is None:
+        return Abilities()
+    return Abilities(
+        dead_letter_list=dead_letters.has_view_or_change_permission(request),
+        dead_letter_replay=dead_letters.has_change_permission(request),
+    )
+
+
 def report_for(request: HttpRequest, readiness: Callable[[], ReadinessDecision]) -> HealthReport:
-    """The report the request's user may see."""
+    """The report the request's user may see, with what they may do."""
     user = request.user
     if user.is_superuser:
         return health_report(readiness=readiness, scope=Scope.DEPLOYMENT)
     tenant = staff_tenant(user)
     if tenant is not None and tenant.active:
-        return health_report(readiness=readiness, scope=Scope.TENANT, tenant=tenant)
-    return health_report(readiness=readiness, scope=Scope.ENGINES)
+        return health_report(readiness=readiness, scope=Scope.TENANT, tenant=tenant, abilities=abilities_of(request))
+    return health_report(readiness=readiness, scope=Scope.ENGINES, abilities=abilities_of(request))
 
 
 class HealthView(View):

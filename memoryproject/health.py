@@ -62,6 +62,9 @@ class Readiness:
     message: str
     # Each failed check's error text, for the operators' pages only: never in the probes' answer.
     errors: dict[str, str] = field(default_factory=dict)
+    # The message's first sentence (what does not answer, and what that costs), without the advice
+    # that follows it: the words of a page read by someone who cannot act on that advice.
+    reason: str = ""
 
     @property
     def http_status(self) -> int:
@@ -139,13 +142,14 @@ def readiness_check() -> Readiness:
     else:
         status = "unavailable"
         consequence = "no write can be accepted"
+    reason = f"{' and '.join(down)} {'does' if len(down) == 1 else 'do'} not answer: {consequence}."
     return Readiness(
         status=status,
         checks=checks,
         errors=errors,
+        reason=reason,
         message=(
-            f"{' and '.join(down)} {'does' if len(down) == 1 else 'do'} not answer: {consequence}. "
-            f"Check that {'it runs' if len(down) == 1 else 'they run'} and that this process reaches "
+            f"{reason} Check that {'it runs' if len(down) == 1 else 'they run'} and that this process reaches "
             f"{'it' if len(down) == 1 else 'them'}; "
             "GET /api/v1/status/ with the metrics token gives the error texts."
         ),

@@ -7,6 +7,7 @@ pointed at a port where nothing listens, so it is refused at once.
 
 import re
 from collections.abc import Iterator
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from html import unescape
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
@@ -23,6 +25,7 @@ from console import selectors as console_selectors
 from console import services, tasks
 from console.models import HealthSample, WorkerHeartbeat
 from conversations.models import CacheRepair, DeadLetter
+from conversations.selectors import broker_status
 from memoryproject import health
 from memoryproject.celery import app as celery_app
 from tests.conversations.test_api import redis_unreachable
@@ -210,7 +213,7 @@ def test_with_redis_unreachable_the_page_renders_and_names_redis_down_with_what_
 
     text = words(page_text(answer))
     assert 'data-engine="cache" data-ok="false"' in answer.content.decode()
-    assert "Degraded: writes are still accepted durably" in text
+    assert "The service is degraded: writes are still accepted durably" in text
     # The readiness decision's own words, then what to do.
     assert "Redis (REDIS_URL) does not answer: writes are committed to PostgreSQL in the request" in text
     assert "Start Redis or restore this process's route to it" in text
@@ -224,24 +227,50 @@ def test_a_tenants_operator_learns_redis_is_down_but_not_the_error_text(operator
         html = page_text(operator_client.get(PAGE))
 
     assert 'data-engine="cache" data-ok="false"' in html
-    assert "Start Redis" in words(html)
+    assert "Only your deployment's operators can bring it back" in words(html)  # not "Start Redis": not theirs to do
+    assert "Start Redis" not in words(html)
+    assert "metrics token" not in words(html)  # the headline's reason, without the advice only the deployment can follow
     assert "127.0.0.1" not in html
 
 
+def connected_heartbeat() -> WorkerHeartbeat:
+    """The test worker's heartbeat once it says its consumer holds a broker connection (its first beat
+    may come before it connected)."""
+    wait_until(
+        lambda: WorkerHeartbeat.objects.filter(hostname__startswith="main-", broker_connected=True).exists(),
+        timeout=30,
+        message="a heartbeat of the worker connected to the broker",
+    )
+    return WorkerHeartbeat.objects.get(hostname__startswith="main-")
+
+
 def test_with_the_broker_down_the_page_says_no_write_can_be_accepted(superuser_client, worker, broker_down):
-    wait_until(lambda: WorkerHeartbeat.objects.filter(hostname__startswith="main-").exists(), message="the worker's heartbeat")
+    connected_heartbeat()
 
     html = page_text(superuser_client.get(PAGE))
     text = words(html)
 
     assert 'data-engine="broker" data-ok="false"' in html
-    assert "Unavailable: no write can be accepted" in text
+    assert "The service is unavailable: no write can be accepted" in text
     assert "the broker (CELERY_BROKER_URL) does not answer: no write can be accepted" in text
     assert "Start the broker" in text
-    # No consumer count from the broker: the worker's heartbeat says the persist queue has one.
+    # No consumer count from the broker this process cannot reach: the worker's heartbeat says it is
+    # connected to it, so the persist queue is consumed (by the heartbeats' word), not waited for.
     assert 'data-queue="persist" data-served="true"' in html
-    assert "workers wait for the broker" in text  # alive, but nothing is consumed while it is down
-    assert "consumed" not in text
+    assert "workers wait for the broker" not in text
+    assert "consumed" in text
+
+
+def test_with_the_broker_down_workers_that_say_they_are_connecting_wait_for_it(superuser_client, no_worker, broker_down):
+    services.heartbeat_record(
+        hostname="write-1@host", pid=4242, queues=[settings.MEMORY_QUEUE], started_at=timezone.now(), broker_connected=False
+    )
+
+    html = page_text(superuser_client.get(PAGE))
+
+    assert 'data-queue="persist" data-served="true"' in html
+    assert "workers wait for the broker" in words(html)  # alive, but nothing is consumed while it is down
+    assert 'data-state="connecting"' in html
 
 
 def test_no_worker_on_the_persist_queue_is_named_with_the_command_to_start_one(superuser_client, no_worker):
@@ -414,4 +443,215 @@ def test_a_backlog_younger_than_a_second_and_samples_taken_together_read_as_word
 
     assert shown["Embedding backlog"].value == "4"
     assert shown["Embedding backlog"].detail == "the oldest waiting for 0 s"
-    assert shown["Cache hit rate"].detail == "no lookup over the last interval to 05:32:16 UTC"
+    assert shown["Cache hit rate"].detail.startswith("no lookup over the last interval to 05:32:16 UTC")
+
+
+# --- The headline is /readyz's decision, word for word ---------------------------------------------------
+
+
+def headline(html: str) -> tuple[str, str]:
+    """The headline's decision word (as /readyz says it) and its text as read."""
+    match = re.search(r'<h2 class="memory-health__decision" data-status="([a-z]+)">(.*?)</h2>', html, re.S)
+    assert match, html[:2000]
+    return match.group(1), words(match.group(2)).strip()
+
+
+@pytest.mark.parametrize("state", ["ready", "degraded", "unavailable"])
+def test_the_headline_says_the_word_readyz_says_and_the_superuser_reads_its_message_whole(
+    superuser_client, client, worker, state, monkeypatch
+):
+    if state == "unavailable":
+        monkeypatch.setattr(celery_app.conf, "broker_url", f"amqp://guest:guest@127.0.0.1:{free_port()}//")
+    with redis_unreachable() if state == "degraded" else nullcontext():
+        probe = client.get("/readyz").json()
+        html = page_text(superuser_client.get(PAGE))
+
+    word, text = headline(html)
+    assert probe["status"] == state
+    assert word == state
+    assert text.startswith(f"The service is {state}: ")
+    assert words(probe.get("message", "")).strip() in words(html)  # the message, word for word
+
+
+def test_a_tenants_operator_reads_the_decision_word_and_its_reason_without_the_metrics_token(operator_client, client, worker):
+    with redis_unreachable():
+        probe = client.get("/readyz").json()
+        html = page_text(operator_client.get(PAGE))
+
+    word, _ = headline(html)
+    assert word == probe["status"] == "degraded"
+    reason = probe["message"].split(" Check that ")[0]
+    assert reason in words(html)
+    assert "metrics token" not in html
+
+
+# --- A worker killed is said gone, not reconnecting ------------------------------------------------------
+
+
+def test_a_worker_killed_is_said_not_heard_from_since_never_reconnecting(superuser_client, operator_client, worker):
+    heartbeat = connected_heartbeat()
+    worker.kill()
+    wait_until(lambda: broker_status()["consumers"] == 0, message="the broker counting no consumer")
+
+    html = page_text(superuser_client.get(PAGE))  # within the 30 s before the heartbeat is stale
+    text = words(html)
+    tenant_text = words(page_text(operator_client.get(PAGE)))
+
+    assert 'data-missing="false"' in html  # not yet missing by its heartbeat
+    assert 'data-state="left"' in html
+    assert "not heard from since" in text
+    assert f"No worker consumes {settings.MEMORY_QUEUE}: acknowledged writes wait in the queue" in text
+    assert f"{heartbeat.hostname} (pid {heartbeat.pid}) said it was consuming it when last heard from" in text
+    assert "stopped without a word (killed, out of memory, its host gone)" in text
+    for said in (text, tenant_text):
+        assert "reconnecting" not in said
+        assert "connecting to the broker" not in said
+    assert "Its worker said it was consuming it when last heard from" in tenant_text
+    assert heartbeat.hostname not in tenant_text
+
+
+def test_a_worker_that_says_it_is_connecting_is_said_connecting(superuser_client, no_worker):
+    services.heartbeat_record(
+        hostname="write-1@host", pid=4242, queues=[settings.MEMORY_QUEUE], started_at=timezone.now(), broker_connected=False
+    )
+
+    text = words(page_text(superuser_client.get(PAGE)))
+
+    assert f"No consumer on {settings.MEMORY_QUEUE} at the broker: 1 worker of it says it is connecting to the broker" in text
+    assert "connecting to the broker" in text
+
+
+# --- Figures: the same value as their chart, and why when there is none -----------------------------------
+
+
+def sample_figures(*, hit: int, miss: int, process: str = "web:1", multiprocess: bool = True) -> dict[str, Any]:
+    return {
+        "source": {"process": process, "multiprocess": multiprocess, "counted": True},
+        "queues": None,
+        "persist_lag": {"buckets": [[0.01, 5], [None, 5]], "sum": 0.02},
+        "cache": {"hit": hit, "miss": miss, "error": 0},
+        "fallbacks": {},
+        "dead_letters": {"recorded": 0, "waiting": 0},
+        "embedding": {"backlog": 0, "lag_seconds": 0.0},
+        "cache_repairs": 0,
+        "tenants": {"acme": {"cache": {"hit": hit, "miss": miss, "error": 0}}},
+    }
+
+
+def samples_of(*figures: dict[str, Any]) -> None:
+    """Samples of these figures, one sampler interval apart, the last one now."""
+    now = timezone.now()
+    for index, each in enumerate(figures):
+        HealthSample.objects.create(
+            taken_at=now - timedelta(seconds=tasks.SAMPLE_SECONDS * (len(figures) - 1 - index)), figures=each
+        )
+
+
+def test_a_figure_shows_the_value_its_chart_is_captioned_with_and_when(superuser_client, worker):
+    # 8 lookups, 6 hits, in the first interval; none in the second.
+    samples_of(sample_figures(hit=0, miss=0), sample_figures(hit=6, miss=2), sample_figures(hit=6, miss=2))
+
+    report = superuser_client.get(PANEL).context["report"]
+
+    figure = next(figure for figure in report.figures if figure.label == "Cache hit rate")
+    chart = next(str(chart) for chart in report.charts if "Cache hit rate" in str(chart))
+    assert figure.value == "75 %"
+    assert '<strong class="memory-chart__value">75 %</strong>' in chart
+    assert figure.detail.startswith("8 lookups over the 30 s to ")
+    assert figure.detail.endswith("; no lookup since")
+    lag = next(figure for figure in report.figures if figure.label == "Persist lag p50 / p99")
+    assert lag.value != "no data / no data"
+
+
+def sample_taken_by_the_worker() -> HealthSample:
+    """A sample taken as beat has it taken: by the sampler task, on a worker of the persist queue."""
+    entry = settings.CELERY_BEAT_SCHEDULE["health-sample"]
+    taken = HealthSample.objects.count()
+    celery_app.send_task(entry["task"], **entry["options"])
+    wait_until(lambda: HealthSample.objects.count() > taken, message="a sample taken by the worker")
+    return HealthSample.objects.order_by("-taken_at").first()
+
+
+def test_with_the_processes_counting_apart_the_hit_rate_says_why_it_has_no_data_and_what_to_set(
+    superuser_client, operator_client, api, worker
+):
+    """As a deployment runs the Procfile: the web process serves the reads, a worker takes the samples,
+    each counting in its own registry (no PROMETHEUS_MULTIPROC_DIR)."""
+    api.post("/api/v1/conversations/c1/messages/", message_payload(), format="json")
+    first = sample_taken_by_the_worker()
+    read_window(api, "c1", 5)  # served here, counted in this process's registry only
+    second = sample_taken_by_the_worker()
+    HealthSample.objects.filter(pk=first.pk).update(taken_at=second.taken_at - timedelta(seconds=tasks.SAMPLE_SECONDS))
+
+    superuser = superuser_client.get(PAGE)
+    operator = operator_client.get(PAGE)
+
+    for answer in (superuser, operator):
+        rate = next(figure for figure in answer.context["report"].figures if figure.label == "Cache hit rate")
+        assert rate.value == "no data"
+        assert "in the process taking the samples, which counts its own only" in rate.detail
+    assert "Set PROMETHEUS_MULTIPROC_DIR for every process of the host" in words(page_text(superuser))
+    assert "Only your deployment's operators can set PROMETHEUS_MULTIPROC_DIR" in words(page_text(operator))
+    assert "Set PROMETHEUS_MULTIPROC_DIR" not in words(page_text(operator))
+
+
+# --- Each reader is told only what it can do -------------------------------------------------------------
+
+# What only the deployment's operators can do: run a command, start or restart a process or an engine.
+DEPLOYMENT_ONLY = ("manage.py", "celery -A", "Procfile", "make run", "Start ", "Set ", "restart", "metrics token")
+
+
+def problems_said(answer: Any) -> list[str]:
+    report = answer.context["report"]
+    return [f"{problem.text} {problem.action} {problem.command} {problem.link_text}" for problem in report.problems] + [
+        report.message
+    ]
+
+
+def test_a_tenants_operator_is_offered_the_dead_letters_list_and_its_replay_never_the_command(operator_client, tenant, worker):
+    dead_letter(tenant, "c1")
+
+    answer = operator_client.get(PAGE)
+    text = words(page_text(answer))
+
+    assert "1 dead letter waits for a replay" in text
+    assert "replay it there (select it, then “Replay the selected dead letters”)" in text
+    assert 'href="/admin/conversations/deadletter/?replayed_at__isempty=1"' in answer.content.decode()
+    assert "replay_dead_letters" not in text
+
+
+def test_an_operator_who_may_not_replay_is_told_whom_to_ask(operator_client, operator, tenant, worker):
+    operator.groups.clear()
+    operator.user_permissions.add(Permission.objects.get(codename="view_deadletter"))
+    dead_letter(tenant, "c1")
+
+    text = words(page_text(operator_client.get(PAGE)))
+
+    assert "Read each one's error in the list. Only your deployment's operators can replay them" in text
+    assert "Replay the selected dead letters" not in text
+    assert "replay_dead_letters" not in text
+
+
+@pytest.mark.parametrize("state", ["redis down", "broker down", "no worker", "dead letters", "vectors behind", "sampler stopped"])
+def test_a_tenants_operator_is_never_told_to_do_what_only_the_deployment_can(
+    operator_client, tenant, state, monkeypatch, request
+):
+    request.getfixturevalue("no_worker" if state == "no worker" else "worker")
+    if state == "broker down":
+        monkeypatch.setattr(celery_app.conf, "broker_url", f"amqp://guest:guest@127.0.0.1:{free_port()}//")
+    if state == "dead letters":
+        dead_letter(tenant, "c1")
+    if state == "vectors behind":
+        behind = sample_figures(hit=0, miss=0)
+        behind["tenants"]["acme"]["embedding"] = {"backlog": 40, "lag_seconds": 900.0}
+        samples_of(behind)
+    if state == "sampler stopped":
+        HealthSample.objects.create(taken_at=timezone.now() - timedelta(minutes=6), figures=sample_figures(hit=0, miss=0))
+    with redis_unreachable() if state == "redis down" else nullcontext():
+        answer = operator_client.get(PAGE)
+
+    said = problems_said(answer)
+    assert len(said) > 1, state  # the state is named
+    for text in said:
+        for deployment_only in DEPLOYMENT_ONLY:
+            assert deployment_only not in text, (state, text)
