@@ -11,7 +11,15 @@ Both charts:
   labels are HTML beside it, so they never stretch);
 * carry a ``<title>`` and an ``aria-label`` naming the figure, its latest value and its range, so a
   screen reader (and a test) reads the same as the eye;
-* leave a gap where a point is missing (``None``): a sampler that did not run is not a zero.
+* leave a gap where a point is missing (``None``): a sampler that did not run is not a zero;
+* draw a zero above the axis, never on it: a figure that stays at 0 is a line one sees, not the axis.
+
+A line's caption is its latest value drawn, with the time it was drawn for when later points are
+missing, so that a page showing the same figure beside its chart shows the same value.
+
+Byte counts are shown in one way across the admin (``byte_unit``, ``byte_size``): decimal units
+(1 kB = 1,000 bytes), every figure of one table column or one chart in the same unit, that of the
+largest, so that they read side by side.
 """
 
 from collections.abc import Sequence
@@ -24,6 +32,12 @@ from django.utils.safestring import SafeString
 WIDTH = 300
 HEIGHT = 60
 PAD = 2
+# Where the axis runs, and where a zero is drawn: a few units above it, so a flat zero line shows.
+AXIS_Y = HEIGHT - 1
+ZERO_Y = HEIGHT - 6
+# Trailing points a line may miss before its caption says when its latest value was drawn for.
+CAPTION_STALE_AFTER = 2
+BYTE_UNITS = ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
 
 
 def number(value: float | None, unit: str = "") -> str:
@@ -32,6 +46,20 @@ def number(value: float | None, unit: str = "") -> str:
         return "no data"
     text = f"{value:,.0f}" if float(value).is_integer() or abs(value) >= 100 else f"{value:,.2f}".rstrip("0").rstrip(".")
     return f"{text} {unit}".strip()
+
+
+def byte_unit(largest: float) -> tuple[float, str]:
+    """The unit byte counts up to ``largest`` are shown in, as (bytes per unit, its name)."""
+    for scale, unit in BYTE_UNITS:
+        if largest >= scale:
+            return scale, unit
+    return 1.0, "B"
+
+
+def byte_size(value: float, unit: tuple[float, str] | None = None) -> str:
+    """A byte count in ``unit`` (``byte_unit``'s answer for the figures it is read beside), else in its own."""
+    scale, name = unit or byte_unit(value)
+    return number(round(value / scale, 2), name)
 
 
 def _top(values: Sequence[float], floor: float | None) -> float:
@@ -62,7 +90,7 @@ def line_chart(
                 segments.append([])
             continue
         x = PAD + index * step
-        y = HEIGHT - PAD - (HEIGHT - 2 * PAD) * min(value, top) / top
+        y = ZERO_Y - (ZERO_Y - PAD) * min(value, top) / top
         segments[-1].append(f"{x:.1f},{y:.1f}")
     lines = format_html_join(
         "",
@@ -74,7 +102,11 @@ def line_chart(
         '<circle class="memory-chart__dot" cx="{}" cy="{}" r="1.5"></circle>',
         (tuple(segment[0].split(",")) for segment in segments if len(segment) == 1),
     )
-    latest = next((value for _, value in reversed(points) if value is not None), None)
+    drawn = [(index, moment, value) for index, (moment, value) in enumerate(points) if value is not None]
+    latest = drawn[-1][2] if drawn else None
+    caption = number(latest, unit)
+    if drawn and len(points) - 1 - drawn[-1][0] >= CAPTION_STALE_AFTER:
+        caption += f" at {drawn[-1][1]:%H:%M} UTC"
     summary = _summary(label, unit, latest, known, points[0][0] if points else None, points[-1][0] if points else None)
     return format_html(
         '<figure class="memory-chart memory-chart--line{}" aria-label="{}">'
@@ -85,13 +117,13 @@ def line_chart(
         f" memory-chart--{kind}" if kind else "",
         summary,
         label,
-        number(latest, unit),
+        caption,
         WIDTH,
         HEIGHT,
         summary,
-        HEIGHT - PAD,
+        AXIS_Y,
         WIDTH,
-        HEIGHT - PAD,
+        AXIS_Y,
         lines,
         dots,
         _span(points),

@@ -32,13 +32,12 @@ from django.db import DatabaseError, transaction
 from django.db.models import Count, Model, QuerySet
 from django.forms import ModelChoiceField
 from django.http import Http404, HttpRequest, HttpResponse
-from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from rest_framework_api_key.admin import APIKeyModelAdmin
 from rest_framework_api_key.models import APIKey
 
-from core.charts import bar_chart
+from core.charts import bar_chart, byte_size, byte_unit
 from core.forms import STORABLE_FORMFIELDS, StorableModelForm
 from core.replica import stale_read
 from tenants import services, usage
@@ -284,12 +283,14 @@ USAGE_COLUMNS = (
 
 def usage_section(days: list[usage.UsageDay]) -> str:
     """A tenant's usage: a bar chart of each figure per day (oldest day first, as read left to right)
-    and the table of the days, newest first, storage in readable units."""
+    and the table of the days, newest first, storage in one readable unit (its largest day's) in the
+    chart and the table alike."""
     oldest_first = list(reversed(days))
+    storage_unit = byte_unit(max((day.storage_bytes for day in days), default=0))
     charts = format_html_join(
         "",
         "{}",
-        ((_usage_chart(oldest_first, name, heading),) for name, heading in USAGE_COLUMNS),
+        ((_usage_chart(oldest_first, name, heading, storage_unit),) for name, heading in USAGE_COLUMNS),
     )
     headings = format_html_join("", '<th scope="col">{}</th>', ((heading,) for _, heading in USAGE_COLUMNS))
     rows = format_html_join(
@@ -300,7 +301,9 @@ def usage_section(days: list[usage.UsageDay]) -> str:
                 "" if day.complete else format_html(' class="{}" title="{}"', "memory-usage__today", "Today so far"),
                 day.day.isoformat(),
                 f"{day.day:%Y-%m-%d}" if day.complete else f"{day.day:%Y-%m-%d} (so far)",
-                format_html_join("", "<td{}>{}</td>", (_usage_cell(name, getattr(day, name)) for name, _ in USAGE_COLUMNS)),
+                format_html_join(
+                    "", "<td{}>{}</td>", (_usage_cell(name, getattr(day, name), storage_unit) for name, _ in USAGE_COLUMNS)
+                ),
             )
             for day in days
         ),
@@ -314,16 +317,17 @@ def usage_section(days: list[usage.UsageDay]) -> str:
     )
 
 
-def _usage_chart(oldest_first: list[usage.UsageDay], name: str, heading: str) -> str:
+def _usage_chart(oldest_first: list[usage.UsageDay], name: str, heading: str, storage_unit: tuple[float, str]) -> str:
     if name == "storage_bytes":
-        megabytes = [(f"{day.day:%Y-%m-%d}", round(day.storage_bytes / 1_000_000, 2)) for day in oldest_first]
-        return bar_chart(megabytes, label=heading, unit="MB", summed=False)
+        scale, unit = storage_unit
+        sizes = [(f"{day.day:%Y-%m-%d}", round(day.storage_bytes / scale, 2)) for day in oldest_first]
+        return bar_chart(sizes, label=heading, unit=unit, summed=False)
     return bar_chart([(f"{day.day:%Y-%m-%d}", getattr(day, name)) for day in oldest_first], label=heading)
 
 
-def _usage_cell(name: str, value: int) -> tuple[str, str]:
+def _usage_cell(name: str, value: int, storage_unit: tuple[float, str]) -> tuple[str, str]:
     if name == "storage_bytes":
-        return format_html(' title="{} bytes"', f"{value:,}"), filesizeformat(value)
+        return format_html(' title="{} bytes"', f"{value:,}"), byte_size(value, storage_unit)
     return "", f"{value:,}"
 
 

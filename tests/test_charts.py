@@ -1,8 +1,9 @@
 """The admin's inline SVG charts: what they draw, what they say, and what they leave out."""
 
+import re
 from datetime import UTC, datetime, timedelta
 
-from core.charts import bar_chart, line_chart, number
+from core.charts import AXIS_Y, bar_chart, byte_size, byte_unit, line_chart, number
 
 START = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 
@@ -80,3 +81,32 @@ def test_bars_of_a_level_are_captioned_with_the_latest_not_the_sum():
 
     assert "in all" not in chart
     assert '<strong class="memory-chart__value">2.25 MB</strong>' in chart
+
+
+def test_a_flat_zero_line_is_drawn_above_the_axis_not_on_it():
+    chart = line_chart(minutes([0, 0, 0, 0]), label="Dead letters waiting")
+
+    ys = {float(pair.split(",")[1]) for pair in re.search(r'<polyline[^>]* points="([^"]+)"', chart).group(1).split()}
+    axis = float(re.search(r'<line class="memory-chart__axis"[^>]* y1="([^"]+)"', chart).group(1))
+    assert axis == AXIS_Y
+    assert len(ys) == 1
+    assert axis - ys.pop() >= 4  # a few units above: a line of its own, not the axis drawn twice
+    assert '<strong class="memory-chart__value">0</strong>' in chart
+
+
+def test_a_caption_says_when_its_latest_value_was_drawn_for_when_later_points_are_missing():
+    fresh = line_chart(minutes([1, 2, 3]), label="Hit rate", unit="%")
+    stale = line_chart(minutes([1, 2, None, None, None]), label="Hit rate", unit="%")
+
+    assert '<strong class="memory-chart__value">3 %</strong>' in fresh
+    assert '<strong class="memory-chart__value">2 % at 10:01 UTC</strong>' in stale
+
+
+def test_byte_counts_read_in_decimal_units_and_in_one_unit_side_by_side():
+    assert byte_size(999) == "999 B"
+    assert byte_size(428_231) == "428 kB"
+    assert byte_size(440_000) == "440 kB"
+    assert byte_size(1_500_000) == "1.5 MB"
+    unit = byte_unit(1_500_000)
+    assert byte_size(428_231, unit) == "0.43 MB"  # beside 1.5 MB, in MB too
+    assert byte_unit(0) == (1.0, "B")

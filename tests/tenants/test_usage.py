@@ -5,6 +5,7 @@ extractor's tokens are read from its own count; messages and storage come from t
 the beat rolled up and for one it never did; the API and the admin show a tenant its own usage only.
 """
 
+import re
 import threading
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from mcp_server import tools as mcp_tools
 from store.models import StoreItem
 from tenants import services as tenant_services
 from tenants import tasks, usage
+from tenants.admin import usage_section
 from tenants.models import Tenant, TenantUsage
 from tests.chat.openai_server import USAGE, OpenAICompatibleServer
 from tests.factories import conversation_with_messages
@@ -427,3 +429,26 @@ def test_usage_the_database_cannot_read_is_said_on_a_page_that_still_opens(
     assert page.status_code == 200
     assert "Usage could not be read: PostgreSQL did not answer." in page.content.decode()
     assert "Settings in effect" in page.content.decode()
+
+
+def test_the_storage_column_and_its_chart_read_in_one_unit_the_largest_days() -> None:
+    days = [
+        usage.UsageDay(
+            day=usage.today() - timedelta(days=n),
+            messages=0,
+            searches=0,
+            chat_runs=0,
+            model_tokens=0,
+            storage_bytes=size,
+            complete=n > 0,
+        )
+        for n, size in enumerate([428_231, 300_000, 1_200])
+    ]
+
+    html = usage_section(days)
+
+    cells = re.findall(r'<td title="[\d,]+ bytes">([^<]+)</td>', html)
+    assert cells == ["428 kB", "300 kB", "1.2 kB"]
+    assert '<strong class="memory-chart__value">428 kB</strong>' in html  # today's level, as in the table
+    assert "MB" not in html
+    assert "KB" not in html

@@ -99,6 +99,11 @@ def test_the_operator_sees_the_tenants_usage_table_and_bar_charts_without_scroll
         charts[0],
     )
     assert messages_bars == 5  # the four earlier days with messages, and today
+    # Storage in one unit, the table's and the chart's alike: today's level reads the same in both.
+    storage = [row.find_elements(By.TAG_NAME, "td")[-1].text for row in rows]
+    assert len({cell.split()[-1] for cell in storage}) == 1
+    assert {cell.split()[-1] for cell in storage} <= {"B", "kB", "MB", "GB", "TB"}
+    assert charts[-1].find_element(By.CSS_SELECTOR, ".memory-chart__value").text == storage[0]
     assert browser.execute_script(PAGE_OVERFLOW) == 0
     table_box = browser.execute_script("const box = arguments[0].getBoundingClientRect(); return box.right;", table)
     assert table_box <= width
