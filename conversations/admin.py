@@ -131,7 +131,8 @@ class ConversationAdmin(TenantScopedAdmin):
         ("Metadata", {"fields": ("metadata",), "classes": ("collapse",)}),
         (
             "Counters",
-            {"fields": ("message_count", "token_count", "last_seq", "memory_revision", "created_at", "updated_at")},
+            # Not last_seq: a clock's reading no one can place; the transcript numbers the messages.
+            {"fields": ("message_count", "token_count", "memory_revision", "created_at", "updated_at")},
         ),
     )
     readonly_fields = (
@@ -139,7 +140,6 @@ class ConversationAdmin(TenantScopedAdmin):
         "conversation_id",
         "message_count",
         "token_count",
-        "last_seq",
         "memory_revision",
         "created_at",
         "updated_at",

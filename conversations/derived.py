@@ -15,22 +15,26 @@ admin pages the request's user may open (``change_url``, ``changelist_url``); it
 tenant's. A panel reads a bounded number of rows (``ROWS_SHOWN``, one more to know whether there
 are more) in a fixed number of queries, whatever the conversation holds. A panel whose backend does
 not answer (Redis, or a service it calls) says so in words instead of failing the page.
+
+A message is shown to a person by its place in the conversation ("messages 41–52 of 120", as the
+transcript counts them: every stored message, oldest first) and its time, never by its seq, a
+clock's reading no one can place (``message_places``, ``span``).
 """
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.contrib import admin
-from django.db.models import Model, QuerySet
+from django.db.models import Count, Max, Model, Q, QuerySet
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from conversations.models import Conversation
+from conversations.models import Conversation, Message
 from core.exceptions import ServiceUnavailable
 from core.redis_client import CacheUnavailable
 
@@ -205,4 +209,55 @@ def when(value: Any) -> SafeString:
         utc.isoformat(),
         utc.strftime("%Y-%m-%d %H:%M:%S"),
         utc.strftime("%Y-%m-%d %H:%M"),
+    )
+
+
+# --- Messages by their place in the conversation, never by seq ------------------------------------
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a seq falls in the conversation: the position of the last stored message at or before
+    it (1 for the oldest), and that message's time when it is the seq's own (None: not stored)."""
+
+    position: int
+    at: datetime | None = None
+
+
+def message_places(conversation: Conversation, seqs: Iterable[int]) -> tuple[dict[int, Place], int]:
+    """Each of ``seqs`` placed among the conversation's stored messages (archived ones too, as the
+    transcript shows them), and how many are stored in all: one query, however many seqs."""
+    wanted = sorted(set(seqs))
+    found = (
+        Message.objects.for_tenant(conversation.tenant_id)
+        .filter(conversation=conversation)
+        .aggregate(
+            total=Count("pk"),
+            **{f"position_{index}": Count("pk", filter=Q(seq__lte=seq)) for index, seq in enumerate(wanted)},
+            **{f"at_{index}": Max("created_at", filter=Q(seq=seq)) for index, seq in enumerate(wanted)},
+        )
+    )
+    places = {seq: Place(position=found[f"position_{index}"], at=found[f"at_{index}"]) for index, seq in enumerate(wanted)}
+    return places, found["total"]
+
+
+def span(first: Place, last: Place, total: int) -> str:
+    """Messages from ``first`` to ``last`` in words: "messages 41–52 of 120" ("message 7 of 120" for one)."""
+    if first.position == last.position:
+        return f"message {first.position} of {total}"
+    return f"messages {first.position}–{last.position} of {total}"
+
+
+def when_span(first: Place, last: Place) -> SafeString:
+    """The times of two messages, the second without its day when it is the first's."""
+    if first.at is None or last.at is None or first.at == last.at:
+        return when(first.at if first.at is not None else last.at)
+    start, end = first.at.astimezone(UTC), last.at.astimezone(UTC)
+    shown_end = end.strftime("%H:%M") if start.date() == end.date() else end.strftime("%Y-%m-%d %H:%M")
+    return format_html(
+        "{} to {}",
+        when(start),
+        format_html(
+            '<time datetime="{}" title="{} UTC">{}</time>', end.isoformat(), end.strftime("%Y-%m-%d %H:%M:%S"), shown_end
+        ),
     )

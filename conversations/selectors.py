@@ -684,6 +684,8 @@ def conversation_transcript(*, conversation: Conversation, page: int | None, per
         )
         waiting = [m | {"status": "pending", "persisted_at": None} for m in pending if uuid.UUID(m["id"]) not in persisted_ids]
         shown = sorted(shown + waiting, key=lambda message: message["seq"])
+    for index, message in enumerate(shown, start=(number - 1) * per_page + 1):
+        message["position"] = index  # its place in the conversation, oldest first: what a person reads, not its seq
     return TranscriptPage(
         messages=shown, number=number, pages=pages, count=count, pending=len(pending), cache_reached=cache_reached
     )

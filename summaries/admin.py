@@ -5,16 +5,20 @@ summaries only. Summaries are derived from the messages by the service, so the a
 edits or deletes one (erasing the conversation erases its summaries).
 
 A conversation's page lists its newest summaries in its "Derived" panels (``summaries_panel``).
+Both show the messages a summary covers by their place in the conversation and their times
+("messages 41–52 of 120"), never by seq.
 """
 
 from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from conversations import derived
+from conversations.admin import TRANSCRIPT_PAGE_SIZE
 from conversations.models import Conversation, Message
 from summaries.models import Summary
 from tenants.admin import TenantScopedAdmin
@@ -37,13 +41,36 @@ class SummaryAdmin(TenantScopedAdmin):
         "pair_count",
         "model",
         "message_count",
-        "first_seq",
-        "last_seq",
+        "covers",
         "token_count",
         "created_at",
         "text",
     )
     readonly_fields = fields
+
+    @admin.display(description="Covers")
+    def covers(self, summary: Summary) -> SafeString:
+        """The messages the summary covers: their places in the conversation, their times, each
+        linked to the transcript at that message."""
+        conversation = summary.conversation
+        places, total = derived.message_places(conversation, [summary.first_seq, summary.last_seq])
+        first, last = places[summary.first_seq], places[summary.last_seq]
+        page = reverse("admin:conversations_conversation_change", args=[conversation.pk])
+
+        def at(place: derived.Place, seq: int) -> SafeString:
+            # The transcript's page holding the message, anchored at it (the anchor is not shown).
+            page_number = max(1, -(-place.position // TRANSCRIPT_PAGE_SIZE))
+            return format_html('<a href="{}?page={}#seq-{}">{}</a>', page, page_number, seq, place.position)
+
+        if first.position == last.position:
+            return format_html("Message {} of {}, {}", at(first, summary.first_seq), total, derived.when_span(first, last))
+        return format_html(
+            "Messages {}–{} of {}, {}",
+            at(first, summary.first_seq),
+            at(last, summary.last_seq),
+            total,
+            derived.when_span(first, last),
+        )
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
         term = search_term.strip()
@@ -65,8 +92,8 @@ class SummaryAdmin(TenantScopedAdmin):
 
 
 def summaries_panel(conversation: Conversation, request: HttpRequest) -> derived.Panel:
-    """The conversation's newest summaries: the seqs each covers, its time, messages and tokens, a link
-    to its page; when there is none, when one will be made."""
+    """The conversation's newest summaries: the messages each covers (their places and times), when
+    it was made, its messages and tokens, a link to its page; when there is none, when one will be made."""
     tenant = conversation.tenant
     summaries = list(
         Summary.objects.for_tenant(tenant)
@@ -87,15 +114,21 @@ def summaries_panel(conversation: Conversation, request: HttpRequest) -> derived
             )
         return derived.Panel(title="Summaries", body=derived.empty(text), figure="0")
 
+    places, total = derived.message_places(
+        conversation, [seq for summary in summaries[: derived.ROWS_SHOWN] for seq in (summary.first_seq, summary.last_seq)]
+    )
+
     def row(summary: Summary) -> SafeString:
+        first, last = places[summary.first_seq], places[summary.last_seq]
         return derived.row(
             derived.link(
                 derived.change_url(request, summary),
-                f"Messages #{summary.first_seq}–#{summary.last_seq}",
+                derived.span(first, last, total).capitalize(),
                 f"filed after {derived.plural(summary.pair_count, 'pair')}",
             ),
             format_html(
-                "{} · {} · {} tok · {}",
+                "{} · made {} · {} · {} tok · {}",
+                derived.when_span(first, last),
                 derived.when(summary.created_at),
                 derived.plural(summary.message_count, "message"),
                 summary.token_count,

@@ -9,6 +9,7 @@ globex's conversation. The browser walk-through is in ``test_admin_derived_brows
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from checkpoints.models import Checkpoint
 from conversations import services
 from conversations.derived import ROWS_SHOWN
 from conversations.models import CacheRepair, Conversation, Message
-from extraction.models import Memory
+from extraction.models import ExtractionWatermark, Memory
 from facts import services as fact_services
 from facts.models import UserFact
 from search import services as search_services
@@ -138,7 +139,7 @@ def test_each_panel_shows_the_conversations_figures_and_links_to_their_pages(ope
     summary = Summary.objects.for_tenant(tenant).get(conversation=world.acme)
     summaries = panel_html(answer, "summaries")
     assert f"/admin/summaries/summary/{summary.pk}/change/" in hrefs(summaries)
-    assert f"Messages #{summary.first_seq}–#{summary.last_seq}" in summaries
+    assert "Messages 1–2 of 2" in summaries
     assert f"{summary.token_count} tok" in summaries
     assert f"/admin/summaries/summary/?conversation__id__exact={world.acme.pk}" in hrefs(summaries)
 
@@ -156,8 +157,8 @@ def test_each_panel_shows_the_conversations_figures_and_links_to_their_pages(ope
         assert memory.message_ids == [first_message.message_id]
     # Where each came from: the message it was read from, in this conversation's transcript.
     assert f"{change_url(world.acme)}?page=1#seq-1" in hrefs(memories)
-    assert "acme-chat #1" in memories
-    assert "Read through #2 of #2." in memories
+    assert "acme-chat, message 1" in memories
+    assert "Read through message 2 of 2, " in memories
     assert "/admin/extraction/memory/?user_id=u-shared" in hrefs(memories)
 
     search = panel_html(answer, "search")
@@ -250,6 +251,71 @@ def test_a_superuser_sees_each_conversations_figures_in_its_own_tenant(client, w
         listed = client.get(every_one).context["cl"].result_list
         assert {row.tenant_id for row in listed} == {world.globex.tenant_id}, name
         assert len(listed) == count, name
+
+
+# --- Messages by their place, never by seq --------------------------------------------------------------
+
+# Seqs as a conversation's clock gives them (microseconds), not 1..n: a position cannot pass for one.
+CLOCK_SEQS = [1796648115191694 + 7937 * n for n in range(6)]
+
+
+def visible_text(html: str) -> str:
+    """What a person reads on the page: the text and the titles shown on hover, not ids or addresses."""
+    titles = " ".join(re.findall(r'title="([^"]*)"', html))
+    return re.sub(r"<[^>]+>", " ", html) + " " + titles
+
+
+def test_summaries_memories_and_the_transcript_show_positions_and_times_never_a_seq(operator_client, tenant):
+    extracting(tenant)
+    start = datetime(2026, 12, 7, 14, 2, tzinfo=UTC)
+    conversation = Conversation.objects.for_tenant(tenant).create(
+        tenant=tenant, conversation_id="clocked", message_count=6, last_seq=CLOCK_SEQS[-1], user_id="u-clock"
+    )
+    Message.objects.for_tenant(tenant).bulk_create(
+        Message(
+            tenant=tenant,
+            conversation=conversation,
+            seq=seq,
+            role="user" if n % 2 == 0 else "assistant",
+            content=f"turn {n}",
+            created_at=start + timedelta(minutes=n),
+            persisted_at=start + timedelta(minutes=n),
+        )
+        for n, seq in enumerate(CLOCK_SEQS)
+    )
+    summary = Summary.objects.for_tenant(tenant).create(
+        tenant=tenant,
+        conversation=conversation,
+        text="They talked.",
+        model="rule_based",
+        message_count=3,
+        pair_count=2,
+        first_seq=CLOCK_SEQS[2],
+        last_seq=CLOCK_SEQS[4],
+        token_count=4,
+    )
+    ExtractionWatermark.objects.for_tenant(tenant).create(
+        tenant=tenant, conversation=conversation, read_through_seq=CLOCK_SEQS[3]
+    )
+
+    page = operator_client.get(change_url(conversation))
+    summary_page = operator_client.get(f"/admin/summaries/summary/{summary.pk}/change/")
+
+    summaries, memories = panel_html(page, "summaries"), panel_html(page, "memories")
+    assert "Messages 3–5 of 6" in summaries
+    assert "2026-12-07 14:04</time> to <time" in summaries  # the times of messages 3 and 5
+    assert ">14:06</time>" in summaries
+    assert "Read through message 4 of 6, " in memories
+    assert "2026-12-07 14:05" in memories
+    assert "Messages 3–5 of 6, 2026-12-07 14:04 to 14:06" in re.sub(r"<[^>]+>", "", summary_page.content.decode())
+    assert f"?page=1#seq-{CLOCK_SEQS[2]}" in summary_page.content.decode()  # linked to the transcript, at the message
+    assert ">#1</span>" in page.content.decode()  # the transcript numbers its messages by their places
+    assert ">#6</span>" in page.content.decode()
+    for answer in (page, summary_page):
+        shown = visible_text(answer.content.decode())
+        for seq in CLOCK_SEQS:
+            # Only in the ids a person expands on purpose (the transcript's "id" details), never as a figure.
+            assert str(seq) not in shown.replace(f"seq: {seq}", ""), seq
 
 
 # --- Empty states, settings that switch a panel off ----------------------------------------------------
@@ -385,5 +451,5 @@ def test_the_page_runs_the_same_number_of_queries_however_many_rows_each_panel_h
     operator_client.get(change_url(few))  # the session and permissions read once
 
     assert queries_of(operator_client, few) == queries_of(operator_client, many)
-    with django_assert_max_num_queries(22):  # the page: 10; the panels: 12 (the memories 4, with their sources)
+    with django_assert_max_num_queries(24):  # the page: 10; the panels: 14 (the memories 5, with their sources)
         operator_client.get(change_url(many))

@@ -119,7 +119,7 @@ def test_the_panels_show_their_figures_and_fit_1280_and_1440_pixel_windows(
             assert "cached · 2/2" in panel(browser, "cache").text
             assert "No cache repair pending." in panel(browser, "cache").text
             assert "Caroline lives in Boston." in panel(browser, "memories").text
-            assert "support-chat #1" in panel(browser, "memories").text
+            assert "support-chat, message 1" in panel(browser, "memories").text
             assert "2 of the 2 assistant and user messages with text are embedded" in panel(browser, "search").text
             assert sideways(browser) == {"page": 0, "panels": 0}
             screenshot(browser, f"conversation-derived-{width}.png")
