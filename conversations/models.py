@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
 
+from core.jsonb import JsonbEncoder
 from tenants.managers import TenantManager, UnscopedManager
 from tenants.models import Tenant
 
@@ -39,9 +40,10 @@ class Conversation(models.Model):
     user_id = models.CharField(max_length=200, blank=True, default="")
     agent_id = models.CharField(max_length=200, blank=True, default="")
     archived = models.BooleanField(default=False)
-    # The memory document (get_memory / save_memory) and its standardised metadata.
-    memory = models.JSONField(default=dict, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
+    # The memory document (get_memory / save_memory) and its standardised metadata. Written with
+    # JsonbEncoder: floats come back floats (core.jsonb).
+    memory = models.JSONField(default=dict, blank=True, encoder=JsonbEncoder)
+    metadata = models.JSONField(default=dict, blank=True, encoder=JsonbEncoder)
     # Write-time version of the memory document: a later save never loses to an earlier one.
     memory_revision = models.BigIntegerField(default=0)
     # Highest seq handed out or persisted for this conversation.
@@ -101,7 +103,8 @@ class Message(models.Model):
     seq = models.BigIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField()
-    metadata = models.JSONField(default=dict, blank=True)
+    # With the content parts (content_parts.py); written with JsonbEncoder, by persist's SQL too.
+    metadata = models.JSONField(default=dict, blank=True, encoder=JsonbEncoder)
     archived = models.BooleanField(default=False)
     token_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField()
@@ -216,7 +219,7 @@ class DeadLetter(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", null=True, blank=True)
     task_name = models.CharField(max_length=200)
-    payload = models.JSONField()
+    payload = models.JSONField(encoder=JsonbEncoder)  # replayed as it was: floats stay floats (core.jsonb)
     error = models.TextField()
     attempts = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -16,6 +16,7 @@ from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey, BaseAPIKeyManager
 
 from core.exceptions import Unstorable
+from core.jsonb import JsonbEncoder
 from core.storable import storable_json
 from tenants.managers import TenantManager, UnscopedManager
 
@@ -38,7 +39,7 @@ class Tenant(models.Model):
     name = models.CharField(max_length=200)
     active = models.BooleanField(default=True)
     # Overrides of the MEMORY_* settings for this tenant only, e.g. {"MEMORY_HISTORY_LIMIT": 20}.
-    settings = models.JSONField(default=dict, blank=True)
+    settings = models.JSONField(default=dict, blank=True, encoder=JsonbEncoder)  # floats stay floats (core.jsonb)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

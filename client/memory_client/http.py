@@ -23,14 +23,10 @@ Contract:
   value: ``details["field"]`` is its path in the body (``messages[2].metadata.items[3]``,
   ``operations[0].value.score``) and ``details["reason"]`` the reason. Nothing is sent, so nothing
   is written, for a batch sent in several requests too.
-* Numbers keep their value, and in store items and checkpoints (their state, metadata and writes)
-  their Python type too, except ``-0.0``, which comes back as ``0.0`` (PostgreSQL's ``jsonb`` keeps
-  every number as ``numeric``, which has no negative zero). Conversation metadata and messages read
-  from the database rather than the cache (``include_archived``, or after the cache lost them) keep
-  the value only: a float of magnitude ``1e16`` or more (written ``1e+16``, always a whole number)
-  comes back from there as the ``int`` of its value (``float()`` of it is the float sent); send a
-  number whose type matters there as a string. ``memory_client.langgraph`` stores ``-0.0`` typed, so a
-  graph's state keeps it.
+* Numbers keep their value and their Python type (a float of magnitude ``1e16`` or more comes back
+  as a float, from the cache and from the database alike), except ``-0.0``, which comes back from
+  the database as ``0.0`` (PostgreSQL's ``jsonb`` keeps every number as ``numeric``, which has no
+  negative zero). ``memory_client.langgraph`` stores ``-0.0`` typed, so a graph's state keeps it.
 * Reads of something that may not exist yet answer an empty value instead of raising: the window
   and message list of an unknown conversation are ``[]``, its summaries ``[]``, a missing
   conversation, memory document, message, fact, extracted memory or checkpoint is ``None``, a fact's

@@ -18,12 +18,13 @@ from django.conf import settings
 from django.test import override_settings
 from django_redis import get_redis_connection
 
-from conversations import cache
+from conversations import cache, services
 from conversations.models import Conversation, DeadLetter, Message
 from memoryproject.celery import app as celery_app
 from tests.conftest import run_queued_tasks, run_tasks, take_queued_tasks, wait_for_rows
 from tests.factories import message_payload
 from tests.faults import wait_until
+from tests.store.test_api import NUMBERS, types_of
 
 CONVERSATIONS = "/api/v1/conversations/"
 
@@ -600,6 +601,74 @@ def test_an_unknown_or_malformed_message_id_answers_404(api, tenant, no_worker, 
 
     assert answer.status_code == 404
     assert answer.json()["error"]["code"] == "not_found"
+
+
+# --- Numbers: floats of 1e16 and more, written 1e+16, which jsonb alone would give back as ints -----
+
+
+def test_floats_of_1e16_and_more_in_a_message_come_back_as_floats_from_the_cache_and_from_postgresql(api, tenant, no_worker):
+    parts = [{"type": "text", "text": "the figures"}, {"type": "figures", "numbers": NUMBERS}]
+    sent = append(api, "c1", content=parts, metadata={"numbers": NUMBERS})
+    run_queued_tasks()
+
+    cached = api.get(messages_url("c1")).json()
+    cache.invalidate(tenant_slug="acme", conversation_id="c1")
+    rebuilt = api.get(messages_url("c1")).json()
+    database = api.get(messages_url("c1"), {"include_archived": "true"}).json()
+    cache.erase(tenant_slug="acme", conversation_id="c1")
+    one = api.get(message_url("c1", sent["id"])).json()
+
+    assert (cached["source"], rebuilt["source"], database["source"]) == ("cache", "rebuild", "database")
+    for message in (sent, cached["messages"][0], rebuilt["messages"][0], database["messages"][0], one):
+        for numbers in (message["metadata"]["numbers"], message["content"][1]["numbers"]):
+            assert numbers == NUMBERS
+            assert types_of(numbers) == types_of(NUMBERS)
+
+
+def test_floats_of_1e16_and_more_in_the_memory_document_come_back_as_floats_from_the_cache_and_from_postgresql(
+    api, tenant, no_worker
+):
+    document = {"messages": [{"role": "user", "content": "x", "numbers": NUMBERS}], "metadata": {"numbers": NUMBERS}}
+    api.put(memory_url("c1"), document, format="json")
+    run_queued_tasks()
+
+    from_cache = api.get(memory_url("c1")).json()
+    get_redis_connection("default").delete(cache.key("acme", "c1", "memory"))
+    from_database = api.get(memory_url("c1")).json()
+
+    for read in (from_cache, from_database):
+        for numbers in (read["messages"][0]["numbers"], read["metadata"]["numbers"]):
+            assert numbers == NUMBERS
+            assert types_of(numbers) == types_of(NUMBERS)
+
+
+def test_floats_of_1e16_and_more_in_conversation_metadata_come_back_as_floats(api, tenant):
+    created = api.post(CONVERSATIONS, {"conversation_id": "c1", "metadata": {"numbers": NUMBERS}}, format="json")
+    api.post(CONVERSATIONS, {"conversation_id": "c2"}, format="json")
+    patched = api.patch(conversation_url("c2"), {"metadata": {"numbers": NUMBERS}}, format="json")
+    assert (created.status_code, patched.status_code) == (201, 200), (created.content, patched.content)
+
+    listed = api.get(CONVERSATIONS).json()["results"]
+    read = [api.get(conversation_url(conversation_id)).json() for conversation_id in ("c1", "c2")]
+
+    assert len(listed) == 2
+    for conversation in (*listed, *read):
+        assert conversation["metadata"]["numbers"] == NUMBERS
+        assert types_of(conversation["metadata"]["numbers"]) == types_of(NUMBERS)
+
+
+def test_a_replayed_dead_letter_persists_floats_of_1e16_and_more_as_floats(api, tenant, no_worker):
+    sent = append(api, "c1", metadata={"numbers": NUMBERS})
+    ((task_name, payload),) = take_queued_tasks()  # the persist task, as if it had failed for good
+    services.dead_letter_record(task_name=task_name, payload=payload, error="refused", attempts=12)
+
+    services.dead_letter_replay(dead_letter=DeadLetter.objects.for_tenant(tenant).get())
+    run_queued_tasks()
+    (stored,) = api.get(messages_url("c1"), {"include_archived": "true"}).json()["messages"]
+
+    assert stored["id"] == sent["id"]
+    assert stored["metadata"]["numbers"] == NUMBERS
+    assert types_of(stored["metadata"]["numbers"]) == types_of(NUMBERS)
 
 
 # --- Status, schema, metrics -----------------------------------------------------------------------

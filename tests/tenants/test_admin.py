@@ -60,6 +60,17 @@ def test_tenant_settings_overrides_are_validated_and_a_bad_one_names_the_setting
     assert re.search(r"MEMORY_HISTORY_LIMIT</code></td><td>20</td><td>override", page)
 
 
+def test_a_float_setting_of_1e16_or_more_is_kept_as_a_float(operator_client, tenant):
+    url = f"{TENANTS}{tenant.pk}/change/"
+
+    answer = operator_client.post(url, {"name": "acme", "settings": '{"MEMORY_COMPRESSION_THRESHOLD": 1e16}'})
+
+    assert answer.status_code == 302
+    tenant.refresh_from_db()
+    threshold = tenant.setting("MEMORY_COMPRESSION_THRESHOLD")
+    assert (threshold, type(threshold)) == (1e16, float)  # jsonb alone gives back 1e+16 as an int
+
+
 def test_rebuilding_a_whole_tenant_runs_the_rebuild_cache_service_in_a_worker(client, tenant, other_tenant, worker):
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "a-long-password-2"))
     conversation_with_messages(tenant, "c1", 3)
