@@ -5,7 +5,8 @@ Keys, all built by :func:`key`:
 * ``<tenant>:<conv>:messages``      list of message JSON, oldest first, newest ``MEMORY_CACHE_LIST_LIMIT``
 * ``<tenant>:<conv>:message:<id>``  one message JSON
 * ``<tenant>:<conv>:memory``        the memory document
-* ``<tenant>:<conv>:state``         hash: ``version`` (bumped by every change), ``last_seq``, ``memory_rev``
+* ``<tenant>:<conv>:state``         hash: ``version`` (bumped by every change), ``last_seq``, ``memory_rev``,
+                                    ``user`` (``=`` and the conversation's user id, for the appends' check)
 * ``<tenant>:<conv>:pending``       hash id -> JSON of writes acknowledged but not yet persisted
 * ``<tenant>:<conv>:reserved``      hash id -> JSON of writes being published, or whose publish was
                                     indeterminate: the id and seq a resend must get back
@@ -214,10 +215,11 @@ end
 # it is recorded as reserved with the seq it gets here (message n: first + n - 1), before anything is
 # published, so that a resend after a crash or an indeterminate publish gets the same seq back.
 # With mode 'record' (a second reservation above the database's floor) nothing is looked up: the
-# reserved entries are written again with the new seqs.
+# reserved entries are written again with the new seqs. The conversation's user, as recorded by
+# USER_RECORD ('=' and the id; '' when Redis does not know it), comes back for the caller to check.
 # KEYS: state, lock, messages, reserved, pending, message keys...
 # ARGV: token, count, lock_ms, pending_ttl, floor, mode, then id and JSON-without-seq pairs.
-# Returns {first seq, cached, known, ledger whole, then kind and JSON per message ('' and '' if new)}.
+# Returns {first seq, cached, known, ledger whole, user, then kind and JSON per message ('' and '' if new)}.
 RESERVE = """
 if ARGV[1] ~= '' then
   if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[3]) then return {'-1'} end
@@ -235,7 +237,8 @@ local cached = '0'
 if redis.call('EXISTS', KEYS[3]) == 1 then cached = '1' end
 local known = '0'
 if stored then known = '1' end
-local reply = {string.format('%d', first), cached, known, redis.call('HGET', KEYS[1], 'ledger') or '0'}
+local reply = {string.format('%d', first), cached, known, redis.call('HGET', KEYS[1], 'ledger') or '0',
+               redis.call('HGET', KEYS[1], 'user') or ''}
 local n = 0
 for i = 7, #ARGV, 2 do
   n = n + 1
@@ -353,6 +356,20 @@ return n
 """
 )
 
+# Record the conversation's user in its state hash ('=' and the id; '=' alone: it has none): mode
+# 'learn' (read from PostgreSQL) only where Redis knew none, 'claim' (a write naming a user was
+# accepted for a conversation without one) also over '='. The hash keeps its TTL (a new one gets
+# the pending writes'). KEYS: state   ARGV: '=' .. user, mode, pending_ttl.   Returns the user recorded.
+USER_RECORD = """
+local user = redis.call('HGET', KEYS[1], 'user')
+if not user or (ARGV[2] == 'claim' and user == '=') then
+  user = ARGV[1]
+  redis.call('HSET', KEYS[1], 'user', user)
+  if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[3]) end
+end
+return user
+"""
+
 # Release the append lock, and drop the reserved entries of messages that will never be published
 # (the broker refused them, or they turned out to be stored already).
 # KEYS: lock, reserved   ARGV: token, ids...
@@ -464,11 +481,13 @@ return {0, locked, redis.call('HGET', KEYS[3], 'version') or '0', redis.call('HV
         redis.call('HGET', KEYS[3], 'last_seq') or '0'}
 """
 
-# Drop the cached list (next read rebuilds it) without forgetting version, seqs or pending writes.
+# Drop the cached list (next read rebuilds it) and the conversation's user (next write reads it from
+# PostgreSQL) without forgetting version, seqs or pending writes.
 INVALIDATE = (
     _BUMP
     + """
 redis.call('DEL', KEYS[2])
+redis.call('HDEL', KEYS[1], 'user')
 bump(KEYS[1])
 return 1
 """
@@ -580,6 +599,7 @@ _scripts = Scripts(
     reserve=RESERVE,
     merge=MERGE,
     release=RELEASE,
+    user_record=USER_RECORD,
     ledger=LEDGER,
     ledger_mark=LEDGER_MARK,
     ledger_disturb=LEDGER_DISTURB,
@@ -620,6 +640,7 @@ class Reservation:
     known: bool = True  # Redis held the conversation's last seq (False after expiry or a restart)
     ledger_whole: bool = True  # Redis lost no pending write of this conversation that may still be queued
     found: tuple[Found | None, ...] = ()  # per message asked about, in order
+    user: str | None = None  # the conversation's user ('' none); None: Redis does not know it
 
 
 def reserve(
@@ -660,22 +681,39 @@ def reserve(
         # The ids this call reserved (found nowhere before it; every one when recording): the caller
         # publishes nothing and drops them, so its 503 stays true ("nothing was written") and a
         # resend is a new write (201) rather than an earlier attempt's (200).
-        kinds = list(error.reply[4::2]) if look_up else []
+        kinds = list(error.reply[5::2]) if look_up else []
         error.reserved_now = [message["id"] for index, message in enumerate(messages) if index >= len(kinds) or not kinds[index]]
         raise
     if int(reply[0]) < 0:
         return None
     found = tuple(
         Found(stored=_text(kind) != "r", message=json.loads(value)) if kind else None
-        for kind, value in zip(reply[4::2], reply[5::2], strict=True)
+        for kind, value in zip(reply[5::2], reply[6::2], strict=True)
     )
+    user = _text(reply[4])
     return Reservation(
         first_seq=int(reply[0]),
         cached=reply[1] in (b"1", "1"),
         known=reply[2] in (b"1", "1"),
         ledger_whole=reply[3] in (b"1", "1"),
         found=found,
+        user=user[1:] if user else None,
     )
+
+
+def user_record(*, tenant_slug: str, conversation_id: str, user_id: str, claim: bool) -> str:
+    """Record the conversation's user for the appends' check (``reserve`` hands it back): learned from
+    PostgreSQL (``claim=False``: only if Redis knew none) or claimed by an accepted write naming a user
+    for a conversation without one. Returns the user recorded, which a concurrent writer may have set."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    args = ["=" + user_id, "claim" if claim else "learn", settings.MEMORY_PENDING_TTL]
+    return _text(call("user_record", tenant_slug, _scripts.user_record, keys=[keys.state], args=args))[1:]
+
+
+def user_forget(*, tenant_slug: str, conversation_id: str) -> None:
+    """Forget the conversation's user (it was changed): the next write reads it from PostgreSQL."""
+    keys = ConversationKeys.of(tenant_slug, conversation_id)
+    call("user_forget", tenant_slug, client().hdel, keys.state, "user")
 
 
 def release(*, tenant_slug: str, conversation_id: str, token: str, unreserve: Sequence[str] = ()) -> None:

@@ -339,8 +339,16 @@ TOOLS = [
             {
                 "conversation_id": CONVERSATION_ID,
                 "messages": {"type": "array", "items": MESSAGE, "minItems": 1, "description": "In order, oldest first."},
-                "user_id": {**USER_ID, "description": "The end user's id, recorded when the conversation is new."},
-                "agent_id": {"type": "string", "description": "Your agent's id, recorded when the conversation is new."},
+                "user_id": {
+                    **USER_ID,
+                    "description": "The end user's id, recorded when the conversation has none. A conversation "
+                    "belongs to one user: another user's id is refused (error code user_mismatch, nothing stored).",
+                },
+                "agent_id": {
+                    "type": "string",
+                    "description": "Your agent's id, recorded when the conversation is new. Several agents may "
+                    "append to one conversation; it keeps the first agent's id.",
+                },
             },
             required=["conversation_id", "messages"],
         ),

@@ -161,7 +161,8 @@ class MessageInSerializer(serializers.Serializer):
 
 
 class AppendSerializer(serializers.Serializer):
-    """One message, or ``{"messages": [...]}`` for a batch; owner ids apply when the conversation is new."""
+    """One message, or ``{"messages": [...]}`` for a batch, with the owner ids: the user is the
+    conversation's (``services.lifecycle.user_check``), the agent is recorded when it is new."""
 
     messages = MessageInSerializer(many=True, required=False)
     role = serializers.ChoiceField(choices=Role.choices, required=False)
@@ -184,6 +185,7 @@ class AppendSerializer(serializers.Serializer):
             items = attrs["messages"]
             if not items:
                 raise serializers.ValidationError({"messages": "The batch is empty; send at least one message."})
+            _refuse_owners_per_message(self.initial_data["messages"])
         else:
             item = MessageInSerializer(data={**self.initial_data})
             item.is_valid(raise_exception=True)
@@ -192,6 +194,18 @@ class AppendSerializer(serializers.Serializer):
         if len(ids) != len(set(ids)):
             raise serializers.ValidationError({"messages": "The same message id appears twice in the batch."})
         return {"messages": items, "user_id": attrs.get("user_id", ""), "agent_id": attrs.get("agent_id", "")}
+
+
+def _refuse_owners_per_message(items: list[Any]) -> None:
+    """A batch's messages share one conversation, hence one user: ``user_id`` and ``agent_id`` are sent
+    once, beside ``messages``. One inside a message would otherwise be dropped unread."""
+    for index, item in enumerate(items):
+        named = sorted(OWNER_FIELDS & item.keys()) if isinstance(item, dict) else []
+        if named:
+            errors: list[dict[str, Any]] = [{} for _ in range(index)]
+            sent_once = "is sent once, beside messages (a batch's messages share it), not inside a message."
+            errors.append({name: [f"{name} {sent_once}"] for name in named})
+            raise serializers.ValidationError({"messages": errors})
 
 
 def append_values(data: Any) -> dict[str, Any]:

@@ -184,7 +184,16 @@ class MemoryView(TenantAPIView):
     def get(self, request: Request, conversation_id: str) -> Response:
         return Response(selectors.memory_get(tenant=self.tenant, conversation_id=_conversation_id(conversation_id)))
 
-    @extend_schema(request=serializers.MemoryDocumentSerializer, responses=serializers.MemoryDocumentSerializer)
+    @extend_schema(
+        request=serializers.MemoryDocumentSerializer,
+        responses={
+            200: serializers.MemoryDocumentSerializer,
+            409: OpenApiResponse(
+                description="error.code user_mismatch: metadata.user_id names a user other than the conversation's "
+                "(error.details: conversation_id, conversation_user_id, user_id); nothing stored"
+            ),
+        },
+    )
     def put(self, request: Request, conversation_id: str) -> Response:
         conversation_id = _new_conversation_id(conversation_id)
         serializer = serializers.MemoryDocumentSerializer(data=request.data)
@@ -245,7 +254,10 @@ class MessageListView(TenantAPIView):
             201: serializers.AppendOutSerializer,
             200: serializers.AppendOutSerializer,
             400: OpenApiResponse(description="error.code validation_error or limit_exceeded, naming the field"),
-            409: OpenApiResponse(description="error.code conflict: the id holds other content"),
+            409: OpenApiResponse(
+                description="error.code conflict: a message id holds other content; user_mismatch: the conversation "
+                "belongs to another user (error.details: conversation_id, conversation_user_id, user_id), nothing stored"
+            ),
             503: OpenApiResponse(description="error.code broker_unavailable, write_indeterminate, idempotency_unknown, ..."),
         },
         description="Append one message or a batch. A 201 means the write is durable (broker-confirmed) and "
@@ -254,7 +266,9 @@ class MessageListView(TenantAPIView):
         "A 503 carries Retry-After and error.code: broker_unavailable (nothing stored), write_indeterminate (the write "
         "may be stored: resend with the ids in error.details.messages, which keep their seqs), idempotency_unknown "
         "(the service cannot tell whether your ids were stored; nothing written; resend the same ids later), "
-        "conversation_busy or backends_unavailable (nothing stored).",
+        "conversation_busy or backends_unavailable (nothing stored). user_id names the conversation's user: recorded "
+        "while it has none, and a write naming another user is a 409 user_mismatch (nothing stored). agent_id is "
+        "recorded when the conversation is new; several agents may append to one conversation.",
         examples=[
             OpenApiExample(
                 "write_indeterminate",

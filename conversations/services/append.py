@@ -3,7 +3,9 @@
 1. Every value passes the storable door (``core.storable``): what PostgreSQL, Redis or
    JSON would refuse later is refused now, with a 400 naming the field; so does a UUIDv7 id stamped
    ahead of the service's clock (``message_ids.check_stamp``).
-2. Redis takes the conversation's append lock and hands out the seqs (``seqs._reserve_locked``);
+2. Redis takes the conversation's append lock and hands out the seqs (``seqs._reserve_locked``),
+   and says whose the conversation is: a ``user_id`` other than its user is a 409 ``user_mismatch``,
+   nothing written (``lifecycle.user_check``);
    under that lock each message id is looked up in the ledger of writes not yet known to be
    persisted (reserved, pending, message keys), then in PostgreSQL: an id already known comes back
    with the seq it was given (the same content) or is a 409 (other content); an id that cannot be
@@ -42,9 +44,9 @@ from conversations.services.ledger import ledger_recorded, ledger_vouches_new
 from conversations.services.lifecycle import conversation_ensure
 from conversations.services.messages import _same_message, stored_messages
 from conversations.services.persist import _persist_key, _persist_outcome, _persist_rows
-from conversations.services.publish import PublishIndeterminate, _persist_payload, _publish_persist, _task
+from conversations.services.publish import PublishIndeterminate, _persist_payload, _publish_persist
 from conversations.services.rebuild import cache_rebuild
-from conversations.services.seqs import _release_quietly, _reserve_locked, _reserve_seqs_in_database
+from conversations.services.seqs import _release_quietly, _reserve_locked, _reserve_seqs_in_database, _user_claimed
 from core import storable
 from core.exceptions import Conflict, ServiceUnavailable
 from core.metrics import fallbacks
@@ -211,7 +213,7 @@ def _append_through_cache(
     token = uuid.uuid4().hex
     try:
         reservation = _reserve_locked(
-            tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token, messages=messages
+            tenant=tenant, conversation_id=conversation_id, count=len(messages), token=token, messages=messages, user_id=user_id
         )
     except cache.ReplicaUnconfirmed as error:
         # Nothing is published: the lock goes, and so do the reservations this request made (the ids
@@ -275,6 +277,7 @@ def _append_through_cache(
         _release_quietly(tenant=tenant, conversation_id=conversation_id, token=token, unreserve=[] if published else fresh)
         raise
     # Durable from here on: whatever fails next, the answer is 201 and the worker completes the cache.
+    _user_claimed(tenant=tenant, conversation_id=conversation_id, reservation=reservation, user_id=user_id)
     try:
         if not reservation.cached:
             # Warm the cache under our lock so the list the messages join holds the whole window.
@@ -406,7 +409,7 @@ def _append_through_database(
         ) from error
     if fresh:
         try:  # the rows are committed: this only brings them into the cache sooner
-            publish.publish(_task("messages_persist"), payload)
+            publish.publish(publish.MESSAGES_PERSIST, payload)
         except ServiceUnavailable:
             logger.warning("append_settle_unpublished", tenant=tenant.slug, conversation_id=conversation_id)
     return _Appended(messages=answers, new=new)

@@ -15,9 +15,9 @@ from django.utils import timezone
 from conversations import cache
 from conversations.models import Conversation
 from conversations.services import publish
-from conversations.services.lifecycle import _conversation_for_update, _tombstone_floors, conversation_ensure
+from conversations.services.lifecycle import _conversation_for_update, _tombstone_floors, conversation_ensure, user_check
 from conversations.services.messages import _now_microseconds
-from conversations.services.seqs import _above_database_floor
+from conversations.services.seqs import _above_database_floor, _database_floor_and_user, _user_claimed
 from core import storable
 from core.metrics import fallbacks
 from tenants.models import Tenant
@@ -47,12 +47,17 @@ def memory_save(
     *, tenant: Tenant, conversation_id: str, document: dict[str, Any], agent_id: str = "", user_id: str = ""
 ) -> dict[str, Any]:
     """Save the memory document: broker-confirmed, then cached; a later save always wins. Its values
-    pass the storable door first (400 naming the field)."""
+    pass the storable door first (400 naming the field). The user and agent are the arguments', else
+    those the document's metadata names: a save naming a user other than the conversation's is a
+    409 ``user_mismatch``, as an append is, nothing written."""
     document = {
         "messages": storable.storable_json(document.get("messages", []), field="messages"),
         "metadata": storable.storable_json(document.get("metadata") or {}, field="metadata"),
     }
-    revision = _memory_revision(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
+    user_id = user_id or _named(document["metadata"], "user_id")
+    agent_id = agent_id or _named(document["metadata"], "agent_id")
+    reservation = _memory_reservation(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
+    revision = reservation.first_seq if reservation is not None else _now_microseconds()
     now = timezone.now().astimezone(UTC).isoformat()
     metadata = {
         **(document.get("metadata") or {}),
@@ -65,10 +70,8 @@ def memory_save(
     if user_id:
         metadata["user_id"] = user_id
     saved = {"messages": document.get("messages", []), "metadata": metadata}
-    from conversations import tasks
-
     publish.publish(
-        tasks.memory_persist,
+        publish.MEMORY_PERSIST,
         {
             "tenant_id": tenant.pk,
             "tenant_slug": tenant.slug,
@@ -79,6 +82,8 @@ def memory_save(
             "agent_id": agent_id,
         },
     )
+    if reservation is not None:
+        _user_claimed(tenant=tenant, conversation_id=conversation_id, reservation=reservation, user_id=user_id)
     try:
         cache.set_memory(
             tenant_slug=tenant.slug,
@@ -92,17 +97,35 @@ def memory_save(
     return saved
 
 
-def _memory_revision(*, tenant: Tenant, conversation_id: str, user_id: str, agent_id: str) -> int:
+def _named(metadata: dict[str, Any], name: str) -> str:
+    value = metadata.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _memory_reservation(*, tenant: Tenant, conversation_id: str, user_id: str, agent_id: str) -> cache.Reservation | None:
+    """The save's revision (``first_seq``: one seq of the conversation's clock) and whose the
+    conversation is; a save naming another user is refused (``UserMismatch``). None when Redis does
+    not answer: the revision is then the clock, and the user is checked against the row."""
     try:
         reservation = cache.reserve(tenant_slug=tenant.slug, conversation_id=conversation_id, count=1, token="", lock_ms=0)
-        if not reservation.known:  # possibly the first write of this conversation
-            try:
-                conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
-            except DatabaseError:
-                fallbacks.labels(kind="write_without_database").inc()
-        return _above_database_floor(tenant=tenant, conversation_id=conversation_id, count=1, reservation=reservation).first_seq
     except cache.CacheUnavailable:
-        return _now_microseconds()
+        if user_id:
+            try:
+                user = _database_floor_and_user(tenant=tenant, conversation_id=conversation_id, floor=False)[1]
+            except DatabaseError:
+                return None  # the row's user, if it has one, is kept by the worker
+            user_check(conversation_id=conversation_id, conversation_user_id=user, user_id=user_id)
+        return None
+    reservation = _above_database_floor(
+        tenant=tenant, conversation_id=conversation_id, count=1, reservation=reservation, user_id=user_id
+    )
+    user_check(conversation_id=conversation_id, conversation_user_id=reservation.user, user_id=user_id)
+    if not reservation.known:  # possibly the first write of this conversation
+        try:
+            conversation_ensure(tenant=tenant, conversation_id=conversation_id, user_id=user_id, agent_id=agent_id)
+        except DatabaseError:
+            fallbacks.labels(kind="write_without_database").inc()
+    return reservation
 
 
 def memory_persist(*, payload: dict[str, Any]) -> bool:

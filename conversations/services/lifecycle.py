@@ -1,6 +1,12 @@
 """A conversation's row: created by the API, by the first append (``conversation_ensure``) or by the
 worker that persists its first messages (``_conversation_create``), updated, looked up; and the floors
 its tombstones set (``_tombstone_floors``), which every stage reads to drop what an erase removed.
+
+A conversation belongs to at most one user: the first write naming one (its creation, or the first
+append or memory save that names a user while it has none) sets it, and a write naming another is
+refused (``user_check``: 409 ``user_mismatch``, nothing written). Only ``conversation_update`` moves a
+conversation to another user. The agent is not checked: several agents may write to one
+conversation (a hand-off, a supervisor and its workers); the conversation keeps the first one named.
 """
 
 from dataclasses import dataclass
@@ -10,11 +16,33 @@ import structlog
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from conversations.models import Conversation, Tombstone, tombstone_keys
+from conversations import cache
+from conversations.models import CacheRepair, Conversation, Tombstone, tombstone_keys
 from core.exceptions import Conflict, NotFound
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
+
+
+class UserMismatch(Conflict):
+    """A write names a user other than the conversation's: refused, nothing written."""
+
+    code = "user_mismatch"
+
+    def __init__(self, *, conversation_id: str, conversation_user_id: str, user_id: str) -> None:
+        super().__init__(
+            f"Conversation {conversation_id} belongs to user {conversation_user_id!r}, not {user_id!r}; nothing was "
+            "written. Send the conversation's user_id (or none), write to another conversation, or move this one "
+            "to the other user first (PATCH the conversation's user_id).",
+            details={"conversation_id": conversation_id, "conversation_user_id": conversation_user_id, "user_id": user_id},
+        )
+
+
+def user_check(*, conversation_id: str, conversation_user_id: str | None, user_id: str) -> None:
+    """Refuse a write naming ``user_id`` to a conversation of another user (``UserMismatch``). A write
+    naming no user, or a conversation without one (or whose user is unknown: None), passes."""
+    if user_id and conversation_user_id and conversation_user_id != user_id:
+        raise UserMismatch(conversation_id=conversation_id, conversation_user_id=conversation_user_id, user_id=user_id)
 
 
 def conversation_ensure(*, tenant: Tenant, conversation_id: str, user_id: str = "", agent_id: str = "") -> Conversation:
@@ -74,7 +102,20 @@ def conversation_update(*, tenant: Tenant, conversation_id: str, changes: dict[s
     for name, value in changes.items():
         setattr(conversation, name, value)
     conversation.save(update_fields=[*changes, "updated_at"])
+    if "user_id" in changes:
+        _user_forget(tenant=tenant, conversation_id=conversation_id)
     return conversation
+
+
+def _user_forget(*, tenant: Tenant, conversation_id: str) -> None:
+    """The conversation moved to another user: Redis forgets the one it held for the appends' check
+    (the next write reads the row). Redis not answering: the conversation's cached state is dropped
+    by the cache repair sweep (``CacheRepair``) once it answers."""
+    try:
+        cache.user_forget(tenant_slug=tenant.slug, conversation_id=conversation_id)
+    except cache.CacheUnavailable:
+        logger.warning("conversation_user_unforgotten", tenant=tenant.slug, conversation_id=conversation_id)
+        CacheRepair.unscoped.get_or_create(tenant=tenant, conversation_id=conversation_id)  # any tenant: repair queue
 
 
 @dataclass(frozen=True)

@@ -728,6 +728,16 @@ def scenario(r: Recorder) -> None:
         body={"id": IDS["q1"], "role": "user", "content": "Something else"},
         expect=409,
     )
+    r.call(
+        "POST",
+        "/api/v1/conversations/{conversation_id}/messages/",
+        "Another user's id",
+        path=f"{trip}/messages/",
+        body={"role": "user", "content": "Book it for me", "user_id": "grace"},
+        expect=409,
+        note="A conversation belongs to one user: nothing was stored. agent_id is not checked (several agents may "
+        "write to one conversation).",
+    )
 
     # MCP.
     mcp_headers = {"Authorization": "Bearer $KEY", "Accept": "application/json, text/event-stream"}
@@ -1016,7 +1026,7 @@ value; `details` holds the per-field errors of a validation error, or a limit's 
 | 401 | `not_authenticated`, `authentication_failed` |
 | 404 | `not_found` (also another tenant's ids, and paths that do not exist) |
 | 405 | `method_not_allowed` (the `Allow` header lists the methods) |
-| 409 | `conflict` (an id already holds other content), `run_active`, `chat_in_progress` |
+| 409 | `conflict` (an id already holds other content), `user_mismatch` (a write naming another user than the conversation's), `run_active`, `chat_in_progress` |
 | 413, 414, 415 | `payload_too_large`, `uri_too_long` (past `MEMORY_MAX_URL_LENGTH`, or a request line past 8,190 bytes), `unsupported_media_type` (send `Content-Type: application/json`) |
 | 431 | `request_header_fields_too_large` (more than 100 headers, or one past 8,190 bytes) |
 | 429 | `throttled` (the tenant's `MEMORY_RATE_LIMIT`, or too many requests without a valid key), `chat_limit_reached` |
@@ -1041,7 +1051,8 @@ window; a worker then persists it to PostgreSQL. Give every message your own UUI
 before the first attempt (a UUIDv7: see [Conversations](conversations.md#message-ids-uuidv7)), and
 after any failure or timeout resend exactly the same body: a message
 the service already knows is answered with the seq it got the first time and never stored twice
-(`200` when every message was known). The same id with other content is a `409`. A `503` always
+(`200` when every message was known). The same id with other content is a `409`, and so is a
+`user_id` other than the conversation's (`user_mismatch`, nothing stored). A `503` always
 carries `Retry-After` and one of `broker_unavailable` (nothing stored), `write_indeterminate` (the
 write may be stored: resend with the ids in `error.details.messages`), `idempotency_unknown` (nothing
 written; resend the same ids later), `conversation_busy` or `backends_unavailable` (nothing stored).
