@@ -3,15 +3,17 @@ with those every app shares (``core.metrics``: Redis operations, degraded paths)
 
 With several gunicorn or Celery processes, set ``PROMETHEUS_MULTIPROC_DIR`` so the figures are
 added up across processes (``memoryproject/urls.py`` serves the aggregate). The derived-memory
-figures (``DerivedMemoryCollector``, and ``search.metrics.EmbeddingBacklogCollector``) are read from
+figures (``selectors.DerivedMemoryCollector``, and ``search.metrics.EmbeddingBacklogCollector``) are read from
 the broker and PostgreSQL when ``/metrics`` is scraped, not counted by any process, so they are the same whichever process answers.
+
+The bottom of the app: the services and selectors count here, and this module imports none of them.
 """
 
 from collections.abc import Iterator
 
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from core.metrics import registry
 
@@ -70,23 +72,6 @@ def track_cache(*, tenant: str, data_type: str, hit: bool | None) -> None:
     cache_requests.labels(tenant=tenant, data_type=data_type, result=result).inc()
 
 
-class DerivedMemoryCollector:
-    """How far the derived-memory queue (vectors, summaries) is behind, read at scrape time: the tasks
-    waiting in its queue (the vectors' own backlog per tenant is ``search.metrics``'). A broker that
-    does not answer leaves its figure out of the scrape."""
-
-    def collect(self) -> Iterator[Metric]:
-        from conversations.selectors import broker_status
-
-        broker = broker_status()
-        if broker["ok"]:
-            depth = GaugeMetricFamily(
-                "memory_derived_queue_depth", "Tasks waiting in the derived-memory queue (vectors, summaries)."
-            )
-            depth.add_metric([], broker["derived_queue_depth"])
-            yield depth
-
-
 class _Scrape:
     def __init__(self, *sources) -> None:  # noqa: ANN002 - anything with collect()
         self.sources = sources
@@ -97,6 +82,6 @@ class _Scrape:
 
 
 def scrape(*collectors):  # noqa: ANN002, ANN201 - anything with collect()
-    """What ``/metrics`` serves: the registry's figures, the derived-memory ones read now, and those of
-    the ``collectors`` of other apps (``memoryproject.urls`` passes ``search.metrics``')."""
-    return _Scrape(registry(), DerivedMemoryCollector(), *collectors)
+    """What ``/metrics`` serves: the registry's figures and those the ``collectors`` read now
+    (``memoryproject.urls`` passes ``selectors.DerivedMemoryCollector`` and ``search.metrics``')."""
+    return _Scrape(registry(), *collectors)

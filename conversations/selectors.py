@@ -21,6 +21,7 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchQuery
 from django.db import DatabaseError, connection
 from django.db.models import QuerySet
+from prometheus_client.core import GaugeMetricFamily, Metric
 
 from conversations import cache, context, metrics, services
 from conversations.models import CONTENT_WORDS, CacheRepair, Conversation, Message
@@ -474,6 +475,21 @@ def memory_get(*, tenant: Tenant, conversation_id: str) -> dict[str, Any]:
     except cache.CacheUnavailable:
         pass
     return document
+
+
+class DerivedMemoryCollector:
+    """How far the derived-memory queue (vectors, summaries) is behind, read when ``/metrics`` is
+    scraped (``metrics.scrape``): the tasks waiting in its queue (the vectors' own backlog per tenant
+    is ``search.metrics``'). A broker that does not answer leaves its figure out of the scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        broker = broker_status()
+        if broker["ok"]:
+            depth = GaugeMetricFamily(
+                "memory_derived_queue_depth", "Tasks waiting in the derived-memory queue (vectors, summaries)."
+            )
+            depth.add_metric([], broker["derived_queue_depth"])
+            yield depth
 
 
 def backend_status() -> dict[str, Any]:

@@ -34,7 +34,9 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection
 
 from conversations import cache, metrics, services
+from conversations.services import publish
 from conversations.services.persist import persist_commits
+from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
 
@@ -153,14 +155,14 @@ class PersistTask(Task):
         return super().__call__(*args, **kwargs)
 
 
-@shared_task(bind=True, base=PersistTask, name="conversations.tasks.messages_persist")
+@shared_task(bind=True, base=PersistTask, name=publish.MESSAGES_PERSIST)
 def messages_persist(self: Task, payload: dict[str, Any]) -> None:
     """One acknowledged write, persisted together with those of the tasks running beside it in this
     worker (``services.PersistCommits``); its errors are its own."""
     return persist_durably(self, persist_commits.persist, payload, while_waiting=_reassert)
 
 
-@shared_task(bind=True, base=PersistTask, name="conversations.tasks.messages_persist_many")
+@shared_task(bind=True, base=PersistTask, name=publish.MESSAGES_PERSIST_MANY)
 def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     """Payloads of concurrent appends, published together (``services.PersistGroup``).
 
@@ -179,22 +181,20 @@ def messages_persist_many(self: Task, payloads: list[dict[str, Any]]) -> int:
     return len(payloads) - len(failed)
 
 
-@shared_task(bind=True, base=PersistTask, name="conversations.tasks.memory_persist")
+@shared_task(bind=True, base=PersistTask, name=publish.MEMORY_PERSIST)
 def memory_persist(self: Task, payload: dict[str, Any]) -> bool | None:
     return persist_durably(self, services.memory_persist, payload)
 
 
-@shared_task(bind=True, acks_late=True, max_retries=0, name="conversations.tasks.ledger_barrier")
+@shared_task(bind=True, acks_late=True, max_retries=0, name=publish.LEDGER_BARRIER)
 def ledger_barrier(self: Task, since: int, barrier: int | None = None, phase: int = 1, workers: dict | None = None) -> bool:
     """A step of a round of barriers: reached once every persist message published before it was
     delivered (see ``services.ledger_barrier_reached``)."""
     return services.ledger_barrier_reached(since=since, barrier=barrier, phase=phase, workers=workers)
 
 
-@shared_task(acks_late=True, name="conversations.tasks.cache_rebuild")
+@shared_task(acks_late=True, name=publish.CACHE_REBUILD)
 def cache_rebuild(tenant_id: int, conversation_id: str) -> int:
-    from tenants.models import Tenant
-
     tenant = Tenant.objects.get(pk=tenant_id)
     result = services.cache_rebuild(tenant=tenant, conversation_id=conversation_id, allow_empty=True)
     conversation = services.conversation_or_404(tenant=tenant, conversation_id=conversation_id)
@@ -202,11 +202,9 @@ def cache_rebuild(tenant_id: int, conversation_id: str) -> int:
     return len(result.messages)
 
 
-@shared_task(acks_late=True, name="conversations.tasks.tenant_cache_rebuild")
+@shared_task(acks_late=True, name=publish.TENANT_CACHE_REBUILD)
 def tenant_cache_rebuild(tenant_id: int) -> int:
     """Every active conversation of a tenant, as ``manage.py rebuild_cache`` does inline."""
-    from tenants.models import Tenant
-
     tenant = Tenant.objects.get(pk=tenant_id)
     summary = services.tenant_cache_rebuild(tenant=tenant)
     logger.info(
@@ -222,7 +220,7 @@ def tenant_cache_rebuild(tenant_id: int) -> int:
 
 @shared_task(
     acks_late=True,
-    name="conversations.tasks.cache_repair_sweep",
+    name=publish.CACHE_REPAIR_SWEEP,
     autoretry_for=(cache.CacheUnavailable, OperationalError),
     retry_backoff=True,
     retry_backoff_max=60,

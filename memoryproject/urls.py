@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from console import views as console_views
-from conversations import metrics
+from conversations import metrics, selectors
 from conversations.api import urls as conversation_urls
 from memory.api import urls as memory_urls
 from memoryproject import health
@@ -25,7 +25,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         return HttpResponse("Metrics are off: set MEMORY_METRICS_TOKEN and scrape with that bearer token.\n", status=404)
     if not metrics_token_matches(request.headers.get("Authorization", "")):
         return HttpResponse("Send Authorization: Bearer <MEMORY_METRICS_TOKEN>.\n", status=401)
-    return HttpResponse(generate_latest(metrics.scrape(EmbeddingBacklogCollector())), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(generate_latest(metrics.scrape(selectors.DerivedMemoryCollector(), EmbeddingBacklogCollector())), content_type=CONTENT_TYPE_LATEST)
 
 
 # The health page and its panel, under the admin and behind its login (active staff only). They read

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import structlog
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Subquery
@@ -32,6 +33,9 @@ from search.models import MessageEmbedding
 from tenants.models import Tenant, tenant_choice_refusal
 
 logger = structlog.get_logger(__name__)
+
+# The task of ``search.tasks`` this module queues.
+CONVERSATION_EMBED = "search.tasks.conversation_embed"
 
 
 def _missing(*, tenant: Tenant, model: str):  # noqa: ANN202 - a queryset of messages
@@ -232,9 +236,8 @@ def reembed_pending_count(*, tenant: Tenant, model: str, conversation_id: str | 
 
 
 def embeddings_backfill(*, within: timedelta = timedelta(days=1)) -> int:
-    """Queue every conversation with a recently persisted message that has no vector; returns how many."""
-    from search import tasks
-
+    """Queue every conversation with a recently persisted message that has no vector; returns how many.
+    The task is named (``search.tasks`` calls this module, never the other way round)."""
     queued = 0
     since = timezone.now() - within
     for tenant in Tenant.objects.filter(active=True):
@@ -248,6 +251,6 @@ def embeddings_backfill(*, within: timedelta = timedelta(days=1)) -> int:
             .distinct()
         )
         for conversation_id in conversation_ids:
-            tasks.conversation_embed.apply_async(args=[tenant.pk, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
+            current_app.send_task(CONVERSATION_EMBED, args=[tenant.pk, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
             queued += 1
     return queued

@@ -9,6 +9,7 @@ from django.db import InterfaceError, OperationalError
 
 from conversations.services import derived_started
 from search import services
+from tenants.models import Tenant
 
 TRANSIENT = (OperationalError, InterfaceError)
 
@@ -16,15 +17,13 @@ TRANSIENT = (OperationalError, InterfaceError)
 @shared_task(
     bind=True,
     acks_late=True,
-    name="search.tasks.conversation_embed",
+    name=services.CONVERSATION_EMBED,
     autoretry_for=TRANSIENT,
     retry_backoff=True,
     retry_backoff_max=60,
     max_retries=8,
 )
 def conversation_embed(self: Task, tenant_id: int, conversation_id: str) -> int:
-    from tenants.models import Tenant
-
     tenant = Tenant.objects.filter(pk=tenant_id).first()
     if tenant is None:
         return 0

@@ -175,7 +175,7 @@ def capture_published(monkeypatch: Any) -> list[dict[str, Any]]:
 
     def publish(task: Any, payload: dict[str, Any]) -> None:
         original(task, payload)
-        if task.name == "conversations.tasks.messages_persist":
+        if task == "conversations.tasks.messages_persist":
             payloads.append(json.loads(json.dumps(payload)))
 
     monkeypatch.setattr(publishing, "publish", publish)

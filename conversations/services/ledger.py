@@ -130,17 +130,22 @@ def ledger_slack_seconds() -> int:
 def ledger_round_begin(*, since: int) -> None:
     """Begin a round of barriers for the ledger begun at ``since``: its token (the time it began) is
     recorded before the first barrier is published, so the worker that reaches it finds it current."""
-    from conversations import tasks
-
     barrier = cache.ledger_mark(since=since, event="barrier_at")
     if not barrier:
         return
     try:
-        publish.publish_args(tasks.ledger_barrier, since, barrier)
+        publish.publish_args(publish.LEDGER_BARRIER, since, barrier)
         logger.info("ledger_barrier_published", since=since, barrier=barrier)
     except ServiceUnavailable as error:
         logger.warning("ledger_barrier_unpublished", since=since, error=error.message)
         _void_quietly(since=since, barrier=barrier)
+
+
+def _barrier_step(since: int, barrier: int, phase: int, workers: dict | None, *, countdown: float | None = None) -> None:
+    """Publish the next step of a round (``ledger_barrier``) behind what the persist queue holds."""
+    current_app.send_task(
+        publish.LEDGER_BARRIER, args=[since, barrier, phase, workers], countdown=countdown, queue=settings.MEMORY_QUEUE
+    )
 
 
 def _void_quietly(*, since: int, barrier: int) -> None:
@@ -191,8 +196,6 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
     (``ledger_disturbed``): a round that is no longer current stops. Returns whether this step
     counted. A round of an older release (no ``barrier``) never counts: a new one is begun.
     """
-    from conversations import tasks
-
     if barrier is None:
         return False
     try:
@@ -203,7 +206,7 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
         inquiry = worker_inquiry()
         present = inquiry.generations
         if phase == 1:
-            tasks.ledger_barrier.apply_async(args=[since, barrier, 2, present], queue=settings.MEMORY_QUEUE)
+            _barrier_step(since, barrier, 2, present)
             return True
         if not _same_workers(workers or {}, present):
             logger.info("ledger_round_void", since=since, barrier=barrier, phase=phase, why="a worker left or reconnected")
@@ -218,14 +221,14 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
             # Nothing older held: the short slack (a message still on its way into a worker, a
             # disturbance still being reported); the third step asks again.
             countdown = max(float(LEDGER_SLACK_SECONDS), slack) if held else float(LEDGER_SHORT_SLACK_SECONDS)
-            tasks.ledger_barrier.apply_async(args=[since, barrier, 3, workers], countdown=countdown, queue=settings.MEMORY_QUEUE)
+            _barrier_step(since, barrier, 3, workers, countdown=countdown)
             logger.info(
                 "ledger_barrier_reached", since=since, barrier=barrier, workers=len(present), held=held, countdown=countdown
             )
             return True
         slack = ledger_slack_seconds() - (cache.ledger_status().now - since) / 1_000_000
         if slack > 0 and _held_unknown(inquiry):  # the short slack, and now a worker holds an older write: the whole slack
-            tasks.ledger_barrier.apply_async(args=[since, barrier, 3, workers], countdown=slack, queue=settings.MEMORY_QUEUE)
+            _barrier_step(since, barrier, 3, workers, countdown=slack)
             logger.info("ledger_round_slack", since=since, barrier=barrier, countdown=slack)
             return True
         whole = bool(cache.ledger_mark(since=since, event="whole_at", barrier=barrier))
@@ -235,7 +238,7 @@ def ledger_barrier_reached(*, since: int, barrier: int | None = None, phase: int
         # Redis did not answer: this step again shortly. (If Redis restarted instead, the step finds
         # its ledger gone and stops: the new ledger has a round of its own.)
         try:
-            tasks.ledger_barrier.apply_async(args=[since, barrier, phase, workers], countdown=2, queue=settings.MEMORY_QUEUE)
+            _barrier_step(since, barrier, phase, workers, countdown=2)
         except Exception as error:  # the broker too: the round is begun again once stalled
             logger.warning("ledger_round_failed", since=since, barrier=barrier, phase=phase, error=repr(error))
         return False

@@ -28,6 +28,7 @@ from conversations.services.messages import MESSAGE_COLUMNS, _same_message, mess
 from conversations.services.publish import _Relay, _Waiting
 from core import storable
 from core.exceptions import Conflict, ServiceUnavailable
+from core.jsonb import JsonbEncoder
 from tenants.models import Tenant
 
 logger = structlog.get_logger(__name__)
@@ -123,7 +124,7 @@ def _persist_statement(payloads: Sequence[dict[str, Any]]) -> dict[tuple[int, st
         for payload in payloads
     ]
     with connection.cursor() as cursor:
-        cursor.execute(PERSIST_SQL, {"payloads": json.dumps(rows)})
+        cursor.execute(PERSIST_SQL, {"payloads": json.dumps(rows, cls=JsonbEncoder)})  # floats stay floats (core.jsonb)
         return {
             (tenant, conversation): _Persisted(pk=pk, floor=floor, inserted=frozenset(map(tuple, inserted or ())))
             for tenant, conversation, pk, floor, inserted in cursor.fetchall()
@@ -344,9 +345,7 @@ def _settle_failed(*, payload: dict[str, Any], error: str) -> None:
     tenant_slug, conversation_id = payload["tenant_slug"], payload["conversation_id"]
     logger.warning("persist_cache_settle_failed", tenant=tenant_slug, conversation_id=conversation_id, error=error)
     CacheRepair.unscoped.get_or_create(tenant_id=payload["tenant_id"], conversation_id=conversation_id)  # repair queue
-    from conversations import tasks
-
-    tasks.cache_repair_sweep.apply_async(countdown=5)
+    current_app.send_task(publish.CACHE_REPAIR_SWEEP, countdown=5)
 
 
 DERIVED_TASKS = (
@@ -420,20 +419,14 @@ def dead_letter_replay(*, dead_letter: DeadLetter) -> None:
 
     A write (persist) is published as it was, confirmed by the broker; a derived task (one of
     ``DERIVED_TASKS``, whose payload is its keyword arguments) goes back to the derived queue."""
-    from conversations import tasks
-
     if storable.RECORDED_AS_TEXT in dead_letter.payload:
         raise Conflict(
             f"Dead letter {dead_letter.pk} holds values PostgreSQL cannot store (kept as JSON text): edit its payload "
             "into storable JSON before replaying it.",
             details={"dead_letter": dead_letter.pk},
         )
-    writes = {
-        "conversations.tasks.messages_persist": tasks.messages_persist,
-        "conversations.tasks.memory_persist": tasks.memory_persist,
-    }
-    if dead_letter.task_name in writes:
-        publish.publish(writes[dead_letter.task_name], dead_letter.payload)
+    if dead_letter.task_name in (publish.MESSAGES_PERSIST, publish.MEMORY_PERSIST):
+        publish.publish(dead_letter.task_name, dead_letter.payload)
     elif dead_letter.task_name in DERIVED_TASKS:
         try:
             current_app.send_task(dead_letter.task_name, kwargs=dead_letter.payload, queue=settings.MEMORY_DERIVED_QUEUE)

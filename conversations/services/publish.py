@@ -1,6 +1,10 @@
 """Publish (step 2 of the write path): the persist task reaches the broker, confirmed, before the
 append answers.
 
+The services publish tasks by their names (``MESSAGES_PERSIST``...): ``conversations.tasks`` defines
+them under these names and calls the services, so the services never import it (tasks sit above
+services).
+
 ``publish`` and ``publish_args`` wait for the broker's confirm and turn every failure into a 503 that
 says whether the write may be queued (``PublishIndeterminate``) or surely is not. ``_send_task`` builds
 the message as Celery's ``apply_async`` would, persistent on the durable queue. Concurrent appenders
@@ -29,10 +33,14 @@ from tenants.models import Tenant
 logger = structlog.get_logger(__name__)
 
 
-def _task(name: str) -> Any:
-    from conversations import tasks
-
-    return getattr(tasks, name)
+# The tasks of ``conversations.tasks`` the services publish.
+MESSAGES_PERSIST = "conversations.tasks.messages_persist"
+MESSAGES_PERSIST_MANY = "conversations.tasks.messages_persist_many"
+MEMORY_PERSIST = "conversations.tasks.memory_persist"
+LEDGER_BARRIER = "conversations.tasks.ledger_barrier"
+CACHE_REBUILD = "conversations.tasks.cache_rebuild"
+TENANT_CACHE_REBUILD = "conversations.tasks.tenant_cache_rebuild"
+CACHE_REPAIR_SWEEP = "conversations.tasks.cache_repair_sweep"
 
 
 def queue_depth(queue: str) -> int:
@@ -176,14 +184,12 @@ class PersistGroup(_Relay):
 
     def _publish_queued(self, mine: _Waiting) -> None:
         """Publish what is queued (ours first among it), then hand over to the next waiting appender."""
-        from conversations import tasks
-
         batch = self._take(settings.MEMORY_PUBLISH_GROUP)
         try:
             if len(batch) == 1:
-                publish(tasks.messages_persist, batch[0].payload)
+                publish(MESSAGES_PERSIST, batch[0].payload)
             else:
-                publish_args(tasks.messages_persist_many, [waiting.payload for waiting in batch])
+                publish_args(MESSAGES_PERSIST_MANY, [waiting.payload for waiting in batch])
         except BaseException as error:
             self._fail(batch, error)
         finally:
@@ -193,9 +199,9 @@ class PersistGroup(_Relay):
 _persist_group = PersistGroup()
 
 
-def publish(task: Any, payload: dict[str, Any]) -> None:
-    """Publish a task and wait for the broker's confirm; 503 if it refuses, cannot be reached, or
-    its confirm is lost (``PublishIndeterminate``)."""
+def publish(task: str, payload: dict[str, Any]) -> None:
+    """Publish the task named ``task`` and wait for the broker's confirm; 503 if it refuses, cannot be
+    reached, or its confirm is lost (``PublishIndeterminate``)."""
     publish_args(task, payload)
 
 
@@ -208,12 +214,12 @@ class PublishIndeterminate(ServiceUnavailable):
         super().__init__(message, code="write_indeterminate", details=details)
 
 
-def publish_args(task: Any, *args: Any) -> None:
+def publish_args(task: str, *args: Any) -> None:
     try:
         _send_task(task, list(args))
     except _Indeterminate as error:
         metrics.publish_failures.labels(outcome="indeterminate").inc()
-        logger.error("publish_indeterminate", task=task.name, error=repr(error.__cause__))
+        logger.error("publish_indeterminate", task=task, error=repr(error.__cause__))
         raise PublishIndeterminate(
             "The message broker may or may not have stored the write (its confirm was lost). Resend the same "
             "messages with the ids listed here: the service answers them with the same seqs, never twice."
@@ -223,11 +229,11 @@ def publish_args(task: Any, *args: Any) -> None:
         if queues.is_type_mismatch(error):  # an operator's to fix: the log says how
             logger.error(
                 "broker_queue_type_mismatch",
-                task=task.name,
+                task=task,
                 error=str(queues.QueueTypeMismatch(settings.MEMORY_QUEUE, str(error))),
             )
         else:
-            logger.error("publish_failed", task=task.name, error=repr(error))
+            logger.error("publish_failed", task=task, error=repr(error))
         raise ServiceUnavailable(
             "The message broker did not take the write, so nothing was stored. Retry shortly.",
             code="broker_unavailable",
@@ -259,8 +265,9 @@ def _sent(error: BaseException) -> bool:
     return isinstance(error, TimeoutError | socket.timeout)
 
 
-def _send_task(task: Any, args: list[Any]) -> None:
-    """Publish the message ``apply_async`` would, built by Celery's own builder (``as_task_v2``),
+def _send_task(task: str, args: list[Any]) -> None:
+    """Publish the message ``apply_async`` of the task named ``task`` would, built by the current
+    Celery app's own builder (``as_task_v2``),
     without the routing and signal machinery around it: a quarter of what an append spends publishing.
 
     Persistent, on the durable queue (declared once per connection), confirmed by the broker before
@@ -270,9 +277,9 @@ def _send_task(task: Any, args: list[Any]) -> None:
     Celery would put a repr of the payload in a header too: time spent on every append for a copy
     nobody needs (the payload is the body).
     """
-    app = task.app
+    app = current_app
     headers, properties, body, _ = app.amqp.as_task_v2(
-        kombu_uuid(), task.name, args, {}, argsrepr=f"({len(args)} withheld)", kwargsrepr="{}"
+        kombu_uuid(), task, args, {}, argsrepr=f"({len(args)} withheld)", kwargsrepr="{}"
     )
     queue = app.amqp.queues[settings.MEMORY_QUEUE]
     options = dict(

@@ -222,9 +222,7 @@ def tenant_cache_rebuild(
 
 def tenant_cache_rebuild_queue(*, tenant: Tenant) -> None:
     """Queue ``tenant_cache_rebuild`` for a worker (the admin's whole-tenant rebuild)."""
-    from conversations import tasks
-
-    publish.publish_args(tasks.tenant_cache_rebuild, tenant.pk)
+    publish.publish_args(publish.TENANT_CACHE_REBUILD, tenant.pk)
 
 
 def cache_repair_sweep() -> int:

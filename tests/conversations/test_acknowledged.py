@@ -125,13 +125,13 @@ def test_the_ledger_is_whole_again_once_a_round_of_barriers_finds_the_same_worke
 def countdowns(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The countdown of each round step published from now on (the next one runs when a test says)."""
     published: list[float] = []
-    publish = tasks.ledger_barrier.apply_async
+    step = ledger._barrier_step
 
-    def recorded(*args: Any, **options: Any) -> Any:
-        published.append(options.get("countdown") or 0.0)
-        return publish(*args, **options)
+    def recorded(*args: Any, countdown: float | None = None) -> None:
+        published.append(countdown or 0.0)
+        step(*args, countdown=countdown)
 
-    monkeypatch.setattr(tasks.ledger_barrier, "apply_async", recorded)
+    monkeypatch.setattr(ledger, "_barrier_step", recorded)
     return published
 
 

@@ -86,16 +86,15 @@ def test_the_embedded_runs_redis_transport_takes_a_persist_task(settings, transa
     embedded_like.conf.task_queues = durable_queues(settings.MEMORY_QUEUE)
     embedded_like.conf.broker_transport_options = {"visibility_timeout": 3600}
 
-    @embedded_like.task(name="conversations.tasks.messages_persist")
-    def persist(payload: dict) -> None: ...
-
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
     queue = redis.Redis.from_url(broker_url)
     queue.delete(settings.MEMORY_QUEUE)
     try:
-        publishing._send_task(persist, [{"conversation_id": "embedded"}])
+        embedded_like.set_current()  # the tasks are published by the current app, by name
+        publishing._send_task(publishing.MESSAGES_PERSIST, [{"conversation_id": "embedded"}])
         assert queue.llen(settings.MEMORY_QUEUE) == 1
     finally:
+        celery_app.set_current()
         queue.delete(settings.MEMORY_QUEUE)
         embedded_like.close()
 
@@ -610,7 +609,7 @@ def test_a_conflicting_write_lands_in_dead_letters_and_replays_once_fixed(api, t
         "token_count": 1,
     }
     publishing.publish(
-        tasks.messages_persist,
+        publishing.MESSAGES_PERSIST,
         {"tenant_id": tenant.pk, "tenant_slug": tenant.slug, "conversation_id": "first", "messages": [clash]},
     )
     wait_until(lambda: DeadLetter.objects.for_tenant(tenant).exists(), message="a dead letter")

@@ -58,7 +58,7 @@ def slow_confirms(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     def slow(task: Any, *args: Any) -> None:
         time.sleep(0.05)
-        payloads = args[0] if task is tasks.messages_persist_many else [args[0]]
+        payloads = args[0] if task == publishing.MESSAGES_PERSIST_MANY else [args[0]]
         sizes.append(len(payloads))
         publish_args(task, *args)
         CONFIRMED.update(message["id"] for payload in payloads for message in payload["messages"])
@@ -130,7 +130,7 @@ def test_appenders_that_wait_too_long_give_up_unpublished_and_the_group_goes_on(
     def very_slow(task: Any, *args: Any) -> None:
         time.sleep(0.4)  # longer than the appenders wait
         publish_args(task, *args)
-        payloads = args[0] if task is tasks.messages_persist_many else [args[0]]
+        payloads = args[0] if task == publishing.MESSAGES_PERSIST_MANY else [args[0]]
         CONFIRMED.update(message["id"] for payload in payloads for message in payload["messages"])
 
     monkeypatch.setattr(publishing, "publish_args", very_slow)

@@ -85,7 +85,7 @@ def published(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     def publish(task: Any, payload: dict[str, Any]) -> None:
         original(task, payload)
-        if task.name == "conversations.tasks.messages_persist":
+        if task == publishing.MESSAGES_PERSIST:
             payloads.append(json.loads(json.dumps(payload)))
 
     monkeypatch.setattr(publishing, "publish", publish)

@@ -4,7 +4,7 @@ rebuild the message lists and memory documents of a tenant."""
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations import services, tasks
+from conversations import services
 from conversations.models import Conversation
 from conversations.services import publish
 from tenants.models import Tenant
@@ -41,7 +41,7 @@ class Command(BaseCommand):
         if options["fan_out"]:
             ids = conversation_ids or list(scoped.filter(archived=False).values_list("conversation_id", flat=True))
             for conversation_id in tqdm(ids, desc=f"queueing {slug}", unit="conv", disable=None):
-                publish.publish_args(tasks.cache_rebuild, tenant.pk, conversation_id)
+                publish.publish_args(publish.CACHE_REBUILD, tenant.pk, conversation_id)
             self.stdout.write(f"rebuild_cache {slug}: {len(ids)} conversations queued")
             return
         with tqdm(total=total, desc=f"rebuilding {slug}", unit="conv", disable=None) as bar:
