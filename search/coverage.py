@@ -8,9 +8,13 @@ Contract
   assistant messages with content, archived or not: ``search.services._missing`` skips the rest),
   ``embedded`` those with a vector under the tenant's current model, ``pending_persist`` the writes
   acknowledged but still pending in Redis (any role; None when Redis does not answer).
-  ``searchable`` is true once every message appended so far is persisted and embedded: a client that
-  loaded a history polls until it is. A tenant without an embedding model searches by words only, so
-  nothing awaits a vector there.
+  ``searchable`` is true once there is something to search and every message appended so far is
+  persisted and embedded: a client that loaded a history polls until it is. When it is false,
+  ``reason`` says why, as a code a client acts on (``REASONS``): wait and poll again
+  (``pending_persist``, ``not_embedded``), retry later (``pending_unknown``), or stop polling until
+  it appends something (``no_messages``: none appended, all erased, or only system, tool and empty
+  messages, which are never searched). A tenant without an embedding model searches by words only,
+  so nothing awaits a vector there.
 * ``embedding_backlog()`` answers, per active tenant with a model, the messages persisted within the
   backfill's window that have no vector and the persist time of the oldest: what ``/metrics`` shows
   as the derived queue's lag. Older ones are left to ``manage.py reembed``, as the backfill leaves them.
@@ -41,6 +45,17 @@ logger = structlog.get_logger(__name__)
 BACKLOG_WINDOW = timedelta(days=1)
 
 
+# Why a history is not searchable (``SearchCoverage.reason``), in the order they are told: each
+# code with what a client does about it (the API's help text).
+REASONS = {
+    "pending_unknown": "the cache does not answer, so the writes not persisted yet are unknown: ask again later",
+    "pending_persist": "messages were acknowledged but not persisted yet: poll until they are",
+    "not_embedded": "persisted messages wait for their vector (found by their words already): poll until embedded",
+    "no_messages": "there is nothing to search: no user or assistant message with content was appended (or every "
+    "one was erased); append messages before polling",
+}
+
+
 @dataclass(frozen=True)
 class SearchCoverage:
     embedding_model: str | None
@@ -51,9 +66,23 @@ class SearchCoverage:
     oldest_not_embedded_at: datetime | None
 
     @property
+    def reason(self) -> str | None:
+        """Why search does not cover the history now (a key of ``REASONS``); None: it does."""
+        if self.pending_persist is None:
+            return "pending_unknown"
+        if self.pending_persist:
+            return "pending_persist"
+        if self.not_embedded:
+            return "not_embedded"
+        if not self.messages:
+            return "no_messages"
+        return None
+
+    @property
     def searchable(self) -> bool:
-        """Every message appended so far is persisted and embedded (unknown while Redis is down: false)."""
-        return self.not_embedded == 0 and self.pending_persist == 0
+        """There is something to search, and every message appended so far is persisted and embedded
+        (unknown while Redis is down: false)."""
+        return self.reason is None
 
 
 @dataclass(frozen=True)

@@ -326,6 +326,9 @@ def searchable_wait(
             waiting = {user_id: status for user_id, status in statuses.items() if not status["searchable"]}
             if not waiting:
                 return statuses
+            empty = [user_id for user_id, status in waiting.items() if status.get("reason") == "no_messages"]
+            if empty:  # stored and acknowledged, yet neither pending nor persisted: waiting cannot help
+                raise ApiError(f"The service holds no message of {', '.join(empty)}: were they erased meanwhile?")
             if time.monotonic() > deadline:
                 raise ApiError(
                     f"After {timeout / 60:.0f} minutes search does not cover every user yet: "

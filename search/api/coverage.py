@@ -27,8 +27,14 @@ class SearchCoverageSerializer(serializers.Serializer):
         "Null when the cache does not answer.",
     )
     searchable = serializers.BooleanField(
-        help_text="Every message appended so far is persisted and embedded: search covers the whole history. "
-        "Poll until true after loading a history."
+        help_text="There is something to search and every message appended so far is persisted and embedded: "
+        "search covers the whole history. Poll until true after loading a history; reason says why it is false."
+    )
+    reason = serializers.CharField(
+        allow_null=True,
+        help_text="Null when searchable; else why not: "
+        + "; ".join(f"{code}: {meaning}" for code, meaning in coverage.REASONS.items())
+        + ".",
     )
     oldest_not_embedded_at = serializers.DateTimeField(
         allow_null=True, help_text="When the oldest message still waiting for its vector was persisted."
@@ -56,6 +62,7 @@ def coverage_answer(found: coverage.SearchCoverage) -> dict[str, Any]:
         "not_embedded": found.not_embedded,
         "pending_persist": found.pending_persist,
         "searchable": found.searchable,
+        "reason": found.reason,
         "oldest_not_embedded_at": serializers.DateTimeField().to_representation(found.oldest_not_embedded_at)
         if found.oldest_not_embedded_at
         else None,

@@ -15,7 +15,8 @@ class UserSearchStatusView(TenantAPIView):
     @extend_schema(
         responses=UserSearchStatusSerializer,
         description="How much of one user's history search covers: their persisted messages with and without a "
-        "vector, and the writes not persisted yet. A user id with no messages answers zeros (and searchable).",
+        "vector, and the writes not persisted yet. A user id with no messages answers zeros, not searchable, with "
+        "reason no_messages (nothing to search: polling will not change it).",
     )
     def get(self, request: Request, user_id: str) -> Response:
         if not user_id.strip() or len(user_id) > settings.MEMORY_MAX_ID_LENGTH:

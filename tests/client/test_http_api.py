@@ -159,7 +159,7 @@ def test_the_search_status_counts_what_search_covers(memory: MemoryClient) -> No
     assert status["embedded"] + status["not_embedded"] == 2
     assert status["searchable"] is (status["not_embedded"] == 0)
     nobody = asyncio.run(memory.asearch_status("nobody-at-all"))
-    assert (nobody["messages"], nobody["searchable"]) == (0, True)
+    assert (nobody["messages"], nobody["searchable"], nobody["reason"]) == (0, False, "no_messages")
 
 
 def test_a_summary_made_on_request_is_listed(memory: MemoryClient) -> None:

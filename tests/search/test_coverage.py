@@ -68,6 +68,7 @@ def test_a_loaded_history_becomes_searchable_once_persisted_and_embedded(api, te
         "not_embedded": 0,
         "pending_persist": 3,
         "searchable": False,
+        "reason": "pending_persist",
         "oldest_not_embedded_at": None,
     }
     assert coverage_of(api)["pending_persist"] == 3
@@ -77,16 +78,16 @@ def test_a_loaded_history_becomes_searchable_once_persisted_and_embedded(api, te
     # The system message is persisted but never embedded, so it is not counted.
     assert (persisted["messages"], persisted["embedded"], persisted["not_embedded"]) == (2, 0, 2)
     assert persisted["pending_persist"] == 0
-    assert persisted["searchable"] is False
+    assert (persisted["searchable"], persisted["reason"]) == (False, "not_embedded")
     assert persisted["oldest_not_embedded_at"] is not None
     assert coverage_of(api) == {name: value for name, value in persisted.items() if name != "user_id"}
 
     assert run_embedding(tenant) == 2  # the derived worker
     embedded = status_of(api)
     assert (embedded["messages"], embedded["embedded"], embedded["not_embedded"]) == (2, 2, 0)
-    assert embedded["searchable"] is True
+    assert (embedded["searchable"], embedded["reason"]) == (True, None)
     assert embedded["oldest_not_embedded_at"] is None
-    assert coverage_of(api)["searchable"] is True
+    assert (coverage_of(api)["searchable"], coverage_of(api)["reason"]) == (True, None)
 
 
 def test_a_user_counts_every_conversation_of_theirs_and_no_one_elses(api, tenant):
@@ -137,12 +138,12 @@ def test_another_tenant_sees_none_of_the_messages_or_pending_writes(api, other_a
 
     assert other_api.get("/api/v1/conversations/c1/").status_code == 404
     theirs = status_of(other_api)
-    assert (theirs["messages"], theirs["pending_persist"], theirs["searchable"]) == (0, 0, True)
+    assert (theirs["messages"], theirs["pending_persist"], theirs["searchable"], theirs["reason"]) == (0, 0, False, "no_messages")
     ours = status_of(api)
     assert (ours["messages"], ours["pending_persist"]) == (2, 3)
 
 
-def test_an_unknown_user_answers_zeros_and_an_impossible_user_id_is_a_404(api):
+def test_an_unknown_user_answers_zeros_not_searchable_for_want_of_messages_and_an_impossible_user_id_is_a_404(api):
     assert status_of(api, "nobody") == {
         "user_id": "nobody",
         "embedding_model": "all-MiniLM-L6-v2",
@@ -150,12 +151,54 @@ def test_an_unknown_user_answers_zeros_and_an_impossible_user_id_is_a_404(api):
         "embedded": 0,
         "not_embedded": 0,
         "pending_persist": 0,
-        "searchable": True,
+        "searchable": False,
+        "reason": "no_messages",
         "oldest_not_embedded_at": None,
     }
     response = api.get(f"/api/v1/users/{'u' * (settings.MEMORY_MAX_ID_LENGTH + 1)}/search/status/")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("erase", ["conversation", "messages"])
+def test_a_user_whose_messages_were_all_erased_has_nothing_to_search(api, tenant, erase):
+    conversation_with_messages(tenant, "c1", 2, user_id="caroline")
+    services.conversation_embed(tenant=tenant, conversation_id="c1")
+    assert status_of(api)["searchable"] is True
+
+    url = "/api/v1/conversations/c1/" if erase == "conversation" else "/api/v1/conversations/c1/messages/"
+    assert api.delete(url).status_code == 200
+
+    status = status_of(api)
+    assert (status["messages"], status["searchable"], status["reason"]) == (0, False, "no_messages")
+    if erase == "messages":  # the conversation stays, with nothing in it to search
+        assert (coverage_of(api)["searchable"], coverage_of(api)["reason"]) == (False, "no_messages")
+
+
+def test_archived_messages_are_still_searched(api, tenant):
+    conversation_with_messages(tenant, "c1", 2, user_id="caroline")
+    services.conversation_embed(tenant=tenant, conversation_id="c1")
+    Message.objects.for_tenant(tenant).update(archived=True)
+
+    status = status_of(api)
+    assert (status["messages"], status["searchable"], status["reason"]) == (2, True, None)
+
+
+def test_a_history_of_system_and_tool_messages_only_has_nothing_to_search(api, tenant, no_worker):
+    only_tools = [{"role": "system", "content": "Be brief."}, {"role": "tool", "content": "42", "tool_call_id": "call-1"}]
+    append_history(api, messages=only_tools)
+    run_queued_tasks()
+
+    status = status_of(api)
+    assert (status["messages"], status["pending_persist"], status["searchable"], status["reason"]) == (0, 0, False, "no_messages")
+
+
+def test_with_redis_unreachable_the_reason_is_that_the_pending_writes_are_unknown(tenant):
+    conversation_with_messages(tenant, "c1", 2, user_id="caroline")
+    services.conversation_embed(tenant=tenant, conversation_id="c1")
+    with redis_unreachable():
+        found = coverage.user_coverage(tenant=tenant, user_id="caroline")
+    assert (found.searchable, found.reason) == (False, "pending_unknown")
 
 
 def metric(text: str, name: str, tenant: str | None = None) -> float | None:
@@ -207,6 +250,7 @@ def test_the_openapi_schema_documents_the_status_and_the_conversations_coverage(
     name = detail["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert "search_coverage" in schema["components"]["schemas"][name]["properties"]
     coverage_fields = schema["components"]["schemas"]["SearchCoverage"]["properties"]
-    assert {"messages", "embedded", "not_embedded", "pending_persist", "searchable", "oldest_not_embedded_at"} <= set(
+    assert {"messages", "embedded", "not_embedded", "pending_persist", "searchable", "reason", "oldest_not_embedded_at"} <= set(
         coverage_fields
     )
+    assert "no_messages" in coverage_fields["reason"]["description"]

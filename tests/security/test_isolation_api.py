@@ -589,7 +589,8 @@ RULES: dict[tuple[str, str], Rule] = {
         200, query=lambda world: {"q": world.search_words}, answer=lambda body, world: body["results"] == []
     ),
     ("search:user-search-status", "GET"): Rule(
-        200, answer=lambda body, world: body["messages"] == 0 and body["pending_persist"] == 0 and body["searchable"]
+        200,
+        answer=lambda body, world: body["messages"] == 0 and body["pending_persist"] == 0 and body["reason"] == "no_messages",
     ),
     ("search:conversation-search", "POST"): Rule(404, body=lambda world: {"q": world.search_words}),
     ("search:user-search", "POST"): Rule(
