@@ -223,6 +223,8 @@ export class MemoryClient {
   #stampedIds = true;
   /** Items per request of a batch: `MAX_BATCH`, or the service's own limit once it refused more. */
   #batchSize = MAX_BATCH;
+  /** Items per page of a list the integrations page through (checkpoints, store reads): the service's limit once it refused more. */
+  #pageLimit: number | undefined;
 
   constructor(baseUrl: string, apiKey: string, options: ClientOptions = {}) {
     if (!baseUrl) throw new TypeError("baseUrl is required, e.g. http://127.0.0.1:8000");
@@ -869,6 +871,23 @@ export class MemoryClient {
     return retryAfter === null ? backoff(attempt) : Math.min(retryAfter, RETRY_AFTER_CAP);
   }
 
+  /** The items to ask for in one page when `wanted`: at most the service's page limit once known. */
+  pageSize(wanted: number): number {
+    return this.#pageLimit === undefined ? wanted : Math.min(wanted, this.#pageLimit);
+  }
+
+  /**
+   * Whether `error` is the service's refusal of a page of `asked` items (`field` its `limit`) as more
+   * than it answers at once (its `MEMORY_MAX_PAGE_SIZE`, named in `details.limit`); then this client
+   * asks its later pages in that size. Such a refusal answers and stores nothing, so the page can be
+   * asked again.
+   */
+  learnPageLimit(error: unknown, field: string, asked: number): boolean {
+    const limit = error instanceof MemoryServiceError ? serviceLimit(error, field, asked) : null;
+    if (limit !== null) this.#pageLimit = limit;
+    return limit !== null;
+  }
+
   /**
    * The answers to the parts of a batch, sent in order. A refusal of a part as more items than the
    * service takes in one request stored nothing: the rest of the batch, that part included, is sent in
@@ -884,7 +903,7 @@ export class MemoryClient {
         answers.push(await this.#send(request, options));
       } catch (error) {
         if (!(error instanceof MemoryServiceError)) throw error;
-        const limit = serviceBatchLimit(error, batch.name, count);
+        const limit = serviceLimit(error, batch.name, count);
         if (limit === null) throw inBatch(error, batch.name, start, start);
         this.#batchSize = limit;
         parts = batch.parts(limit, start);
@@ -1037,14 +1056,15 @@ class Batch<I, T> {
 }
 
 /**
- * The most items the service takes in one request, when `error` is its refusal of a part of `sent`
- * items as more than that (`limit_exceeded` naming the batch's list itself, and the limit, its
- * `MEMORY_MAX_BATCH`); `null` for any other error. Such a refusal stores nothing.
+ * The most items the service takes in one request (its `MEMORY_MAX_BATCH`, `field` the batch's list)
+ * or answers in one page (its `MEMORY_MAX_PAGE_SIZE`, `field` the page's `limit`), when `error` is its
+ * refusal of `asked` items as more than that (`limit_exceeded` naming `field` and the limit); `null`
+ * for any other error. Such a refusal stores and answers nothing.
  */
-function serviceBatchLimit(error: MemoryServiceError, name: string, sent: number): number | null {
+function serviceLimit(error: MemoryServiceError, field: string, asked: number): number | null {
   const limit = error.details["limit"];
-  if (error.code !== "limit_exceeded" || error.details["field"] !== name || !Number.isInteger(limit)) return null;
-  return (limit as number) > 0 && (limit as number) < sent ? (limit as number) : null;
+  if (error.code !== "limit_exceeded" || error.details["field"] !== field || !Number.isInteger(limit)) return null;
+  return (limit as number) > 0 && (limit as number) < asked ? (limit as number) : null;
 }
 
 /**

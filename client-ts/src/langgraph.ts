@@ -15,6 +15,9 @@
  * - Metadata is stored as JSON; `list`'s `filter` compares its values for equality, on the client.
  * - "Newest" is the order the service saved checkpoints in. A missing conversation or checkpoint reads
  *   as `undefined` / nothing; deleting a thread that does not exist does nothing.
+ * - `list` asks the service for pages of 100 checkpoints; a service answering fewer per page (a lower
+ *   `MEMORY_MAX_PAGE_SIZE`) refuses such a page naming its limit, and the saver asks that page again,
+ *   and its later pages, in the service's size.
  * - LangGraph saves a task's writes while the put of the checkpoint they belong to may still be on its
  *   way, and the service takes writes only for a stored checkpoint. Writes the service answers "not
  *   found" to therefore wait (up to 30 s) for this saver's put of that checkpoint, then are sent
@@ -26,7 +29,10 @@
  * the tenant. A search with a `query` is ranked by the service's hybrid search (BM25 and its own
  * embedding model) over each item's text (`index` on put: `false` not searchable, a list of field
  * paths, or this store's `index.fields`, else the whole value); without one, items come in the order
- * they were first written. Filters: equality, `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`.
+ * they were first written. Filters: equality, `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`. A search or
+ * namespace listing asking for more items than the service answers at once (its `MEMORY_MAX_PAGE_SIZE`)
+ * is sent as consecutive pages of that size in the same batch and answered as one list: the service
+ * refuses the longer page naming its limit, with nothing applied, and the store sends the batch again so.
  */
 
 import { isDeepStrictEqual } from "node:util";
@@ -55,7 +61,7 @@ import {
 } from "@langchain/langgraph-checkpoint";
 
 import { MemoryClient, type ClientOptions, type StoreOperation } from "./client.js";
-import { NotFound } from "./errors.js";
+import { MemoryServiceError, NotFound } from "./errors.js";
 import { hasLoneSurrogate } from "./ids.js";
 import type { Checkpoint as StoredCheckpoint } from "./types.js";
 
@@ -235,8 +241,15 @@ export class ServiceCheckpointSaver extends BaseCheckpointSaver<number> {
     const seen = new Set<string>();
     if (remaining !== undefined && remaining <= 0) return;
     for (;;) {
-      const size = remaining !== undefined && filter.length === 0 && !only ? Math.min(PAGE_SIZE, remaining) : PAGE_SIZE;
-      const page = await this.client.listCheckpoints(threadId, { namespace, before: cursor, limit: size });
+      const pageSize = this.client.pageSize(PAGE_SIZE);
+      const size = remaining !== undefined && filter.length === 0 && !only ? Math.min(pageSize, remaining) : pageSize;
+      let page: StoredCheckpoint[];
+      try {
+        page = await this.client.listCheckpoints(threadId, { namespace, before: cursor, limit: size });
+      } catch (error) {
+        if (this.client.learnPageLimit(error, "limit", size)) continue; // the same page again, in the service's size
+        throw error;
+      }
       for (const stored of page) {
         const key = `${stored.namespace}\u0000${stored.checkpoint_id}`;
         if (seen.has(key)) continue; // a cursor naming checkpoints of two namespaces may repeat one
@@ -373,8 +386,30 @@ export class ServiceStore extends BaseStore {
 
   override async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
     const requests = operations.map((operation) => this.#operation(operation));
-    const answers = await this.client.storeBatch(requests);
-    return answers.map((answer, index) => resultOf(answer, requests[index]!)) as OperationResults<Op>;
+    for (;;) {
+      const [sent, counts] = inPages(requests, (limit) => this.client.pageSize(limit));
+      let answers: unknown[];
+      try {
+        answers = await this.client.storeBatch(sent);
+      } catch (error) {
+        if (this.#refusedPage(error, sent)) continue;
+        throw error;
+      }
+      return joined(answers, counts).map((answer, index) => resultOf(answer, requests[index]!)) as OperationResults<Op>;
+    }
+  }
+
+  /**
+   * Whether the service refused an operation of `sent` as a page of more items than it answers at
+   * once, with nothing applied: the batch is then sent again in pages of its size. After earlier parts
+   * of a long batch were applied the error is thrown, the size learnt all the same.
+   */
+  #refusedPage(error: unknown, sent: readonly StoreOperation[]): boolean {
+    if (!(error instanceof MemoryServiceError)) return false;
+    const refused = REFUSED_PAGE.exec(String(error.details["field"] ?? ""));
+    const asked = refused ? (sent[Number(refused[1])] as { limit?: unknown } | undefined)?.limit : undefined;
+    if (!refused || typeof asked !== "number") return false;
+    return this.client.learnPageLimit(error, refused[0], asked) && !error.details["applied"];
   }
 
   #operation(operation: Operation): StoreOperation {
@@ -413,6 +448,46 @@ export class ServiceStore extends BaseStore {
       offset: operation.offset,
     };
   }
+}
+
+/** The reads a page limit applies to, and the field the service names when it refuses one's limit. */
+const PAGED = new Set(["search", "list_namespaces"]);
+const REFUSED_PAGE = /^operations\[(\d+)\]\.limit$/;
+
+/**
+ * The operations to send, each read asking for more than `pageSize(limit)` items sent as consecutive
+ * pages of that size (one after the other's offset), and how many each one became.
+ */
+function inPages(operations: readonly StoreOperation[], pageSize: (limit: number) => number): [StoreOperation[], number[]] {
+  const sent: StoreOperation[] = [];
+  const counts: number[] = [];
+  for (const operation of operations) {
+    const { limit, offset } = operation as { limit?: number | null; offset?: number | null };
+    const size = PAGED.has(operation.op) && typeof limit === "number" ? pageSize(limit) : undefined;
+    if (size === undefined || size >= limit!) {
+      sent.push(operation);
+      counts.push(1);
+      continue;
+    }
+    const pages: StoreOperation[] = [];
+    for (let first = 0; first < limit!; first += size) {
+      pages.push({ ...operation, limit: Math.min(size, limit! - first), offset: (offset ?? 0) + first } as StoreOperation);
+    }
+    sent.push(...pages);
+    counts.push(pages.length);
+  }
+  return [sent, counts];
+}
+
+/** The answer of each operation given to `inPages`: its pages' items as one list. */
+function joined(answers: readonly unknown[], counts: readonly number[]): unknown[] {
+  const found: unknown[] = [];
+  let position = 0;
+  for (const count of counts) {
+    found.push(count === 1 ? answers[position] : answers.slice(position, position + count).flat());
+    position += count;
+  }
+  return found;
 }
 
 function resultOf(answer: unknown, operation: StoreOperation): Item | SearchItem[] | string[][] | null | undefined {

@@ -2,10 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { HumanMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import { emptyCheckpoint, uuid6, type Checkpoint, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 
 import { ServiceCheckpointSaver, ServiceStore } from "../src/langgraph.js";
-import { client, freshId, otherClient } from "./support.js";
+import { MemoryClient } from "../src/index.js";
+import { apiKey, client, freshId, otherClient, smallPage, smallPageUrl } from "./support.js";
 
 function checkpoint(values: Record<string, unknown>, step: number): Checkpoint {
   const made = emptyCheckpoint();
@@ -98,5 +100,61 @@ describe("ServiceStore", () => {
     assert.equal(await new ServiceStore({ client: otherClient() }).get(namespace, "food"), null);
     await store.delete(namespace, "food");
     assert.equal(await store.get(namespace, "food"), null);
+  });
+});
+
+describe("a service answering fewer items per page than asked (a lower MEMORY_MAX_PAGE_SIZE)", () => {
+  /** A client of that service, and the page sizes each of its requests asked for. */
+  function smallPages(): [MemoryClient, unknown[]] {
+    const asked: unknown[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const limit = new URL(String(input)).searchParams.get("limit");
+      const body = typeof init?.body === "string" ? (JSON.parse(init.body) as { operations?: { limit?: number }[] }) : {};
+      if (limit !== null) asked.push(Number(limit));
+      else if (body.operations) asked.push(body.operations.filter((operation) => "limit" in operation).map((operation) => operation.limit));
+      return await fetch(input, init);
+    };
+    return [new MemoryClient(smallPageUrl, apiKey, { fetch: recording }), asked];
+  }
+
+  it("lists every checkpoint in pages of the service's size, and keeps that size", async () => {
+    const [small, asked] = smallPages();
+    const saver = new ServiceCheckpointSaver({ client: small });
+    const thread = { configurable: { thread_id: freshId("ts-pages"), checkpoint_ns: "" } };
+    let config: RunnableConfig = thread;
+    const saved: string[] = [];
+    for (let step = 1; step <= 2 * smallPage + 2; step++) {
+      const made = checkpoint({ count: step }, step);
+      config = await saver.put(config, made, { source: "loop", step, parents: {} }, {});
+      saved.unshift(made.id);
+    }
+    asked.length = 0;
+
+    const listed = await all(saver.list(thread));
+    const firstFive = await all(saver.list(thread, { limit: smallPage + 1 }));
+
+    assert.deepEqual(listed.map((tuple) => tuple.checkpoint.id), saved);
+    assert.deepEqual(firstFive.map((tuple) => tuple.checkpoint.id), saved.slice(0, smallPage + 1));
+    // The first page refused whole, then the service's size; the later listing in it at once.
+    assert.deepEqual(asked, [100, smallPage, smallPage, smallPage, smallPage, 1]);
+  });
+
+  it("answers store reads asking for more than a page whole, from pages of the service's size", async () => {
+    const [small, asked] = smallPages();
+    const store = new ServiceStore({ client: small });
+    const prefix = ["ts", freshId("pages")];
+    const keys: string[] = [];
+    for (let topic = 0; topic < smallPage + 2; topic++) {
+      await store.put([...prefix, `topic${topic}`], `${topic}`, { topic });
+      keys.push(`${topic}`);
+    }
+    asked.length = 0;
+
+    const found = await store.search(prefix, { limit: smallPage + 1 });
+    const namespaces = await store.listNamespaces({ prefix }); // LangGraph's limit: 100
+
+    assert.deepEqual(found.map((item) => item.key), keys.slice(0, smallPage + 1));
+    assert.deepEqual(namespaces, keys.map((topic) => [...prefix, `topic${topic}`]));
+    assert.deepEqual(asked, [[smallPage + 1], [smallPage, 1], Array(Math.ceil(100 / smallPage)).fill(smallPage)]);
   });
 });

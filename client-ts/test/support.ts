@@ -1,7 +1,8 @@
 /**
  * What the tests share: the live service they run against (`MEMORY_URL`, and API keys of two
  * tenants, `MEMORY_API_KEY` and `MEMORY_OTHER_API_KEY`, and the same service taking fewer items per
- * request, `MEMORY_SMALL_BATCH_URL`, which tests/client_ts sets) and fresh ids.
+ * request, `MEMORY_SMALL_BATCH_URL`, or answering fewer per page, `MEMORY_SMALL_PAGE_URL`, which
+ * tests/client_ts sets) and fresh ids.
  */
 
 import { randomUUID } from "node:crypto";
@@ -21,6 +22,10 @@ export const otherApiKey = required("MEMORY_OTHER_API_KEY");
 /** The same service through a web process that takes at most `smallBatch` items per request (its MEMORY_MAX_BATCH). */
 export const smallBatchUrl = required("MEMORY_SMALL_BATCH_URL");
 export const smallBatch = Number(required("MEMORY_SMALL_BATCH"));
+
+/** The same service through a web process that answers at most `smallPage` items per page (its MEMORY_MAX_PAGE_SIZE). */
+export const smallPageUrl = required("MEMORY_SMALL_PAGE_URL");
+export const smallPage = Number(required("MEMORY_SMALL_PAGE"));
 
 export function client(options: ClientOptions = {}): MemoryClient {
   return new MemoryClient(serviceUrl, apiKey, options);

@@ -709,15 +709,17 @@ class _Batch:
         return calls
 
 
-def _service_batch_limit(error: MemoryServiceError, name: str, sent: int) -> int | None:
-    """The most items the service takes in one request, when ``error`` is its refusal of a part of
-    ``sent`` items as more than that (``limit_exceeded`` naming the batch's list itself, and the
-    limit, its ``MEMORY_MAX_BATCH``); ``None`` for any other error. Such a refusal stores nothing."""
+def _service_limit(error: MemoryServiceError, field: str, asked: int) -> int | None:
+    """The most items the service takes in one request (its ``MEMORY_MAX_BATCH``, ``field`` the
+    batch's list) or answers in one page (its ``MEMORY_MAX_PAGE_SIZE``, ``field`` the page's
+    ``limit``), when ``error`` is its refusal of ``asked`` items as more than that
+    (``limit_exceeded`` naming ``field`` and the limit); ``None`` for any other error. Such a refusal
+    stores and answers nothing."""
     details = error.details if isinstance(error.details, Mapping) else {}
     limit = details.get("limit")
-    if error.code != "limit_exceeded" or details.get("field") != name or type(limit) is not int:
+    if error.code != "limit_exceeded" or details.get("field") != field or type(limit) is not int:
         return None
-    return limit if 0 < limit < sent else None
+    return limit if 0 < limit < asked else None
 
 
 def _in_batch(error: MemoryServiceError, name: str, start: int, *, applied: int) -> MemoryServiceError:
@@ -834,6 +836,9 @@ class MemoryClient:
         self._stamped_ids = True  # message ids made as UUIDv7 (see append), until the service finds this clock ahead
         # Items per request of a batch: MAX_BATCH, or the service's own limit once it refused more.
         self._batch_size = MAX_BATCH
+        # Items per page of a list the integrations page through (checkpoints, store searches): as
+        # many as they want, or at most the service's own limit once it refused more.
+        self._page_limit: int | None = None
 
     def __repr__(self) -> str:
         return f"MemoryClient({self.base_url!r})"
@@ -1956,11 +1961,25 @@ class MemoryClient:
         the same items with the same ids in the same order, and this client's later batches use that
         size too. Any other error is raised, naming the item by its index in the whole batch and
         counting the items the earlier parts stored (see :func:`_in_batch`)."""
-        limit = _service_batch_limit(error, batch.name, len(call.body[batch.name]))
+        limit = _service_limit(error, batch.name, len(call.body[batch.name]))
         if limit is None:
             raise _in_batch(error, batch.name, start, applied=start) from error
         self._batch_size = limit
         return batch.parts(limit, start=start)
+
+    def _page_size(self, wanted: int) -> int:
+        """The items to ask for in one page when ``wanted``: at most the service's page limit once known."""
+        return wanted if self._page_limit is None else min(wanted, self._page_limit)
+
+    def _learn_page_limit(self, error: MemoryServiceError, field: str, asked: int) -> bool:
+        """Whether ``error`` is the service's refusal of a page of ``asked`` items (``field`` its
+        ``limit``) as more than it answers at once (its ``MEMORY_MAX_PAGE_SIZE``, named in
+        ``details["limit"]``); then this client asks its later pages in that size. Such a refusal
+        answers and stores nothing, so the page can be asked again."""
+        limit = _service_limit(error, field, asked)
+        if limit is not None:
+            self._page_limit = limit
+        return limit is not None
 
     async def _asend(self, call: _Call) -> Any:
         client = self._async()

@@ -21,6 +21,9 @@ writes in ``writes_sort_key`` order, ``list`` filters, string channel versions):
 * "Newest" is the order the service saved checkpoints in; ``before`` lists what was saved before
   that checkpoint. A missing conversation or checkpoint reads as ``None`` / nothing; deleting a
   thread that does not exist is a no-op.
+* ``list`` asks the service for pages of ``PAGE_SIZE`` checkpoints; a service answering fewer per
+  page (a lower ``MEMORY_MAX_PAGE_SIZE``) refuses such a page naming its limit, and the client then
+  asks that page again, and its later pages, in the service's size.
 * LangGraph saves a task's writes while the put of the checkpoint they belong to may still be in
   flight (both run in its background executor), and the service only takes writes for a stored
   checkpoint. Writes the service answers "not found" to therefore wait (up to
@@ -56,7 +59,7 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
-from memory_client.http import MemoryClient, NotFound
+from memory_client.http import MemoryClient, MemoryServiceError, NotFound
 
 PAGE_SIZE: Final = 100
 # How long writes for a checkpoint not stored yet wait for this saver's put of it, and how many
@@ -156,11 +159,16 @@ class _Listing:
         return str(self.thread_id)
 
     def request(self) -> dict[str, Any]:
-        size = PAGE_SIZE
+        size = self.saver.client._page_size(PAGE_SIZE)
         if self.remaining is not None and not self.filter and not self.checkpoint_id:
             size = min(size, self.remaining)
         self.page_size = size
         return {"namespace": self.namespace, "before": self.cursor, "limit": size}
+
+    def refused(self, error: MemoryServiceError) -> bool:
+        """Whether the service refused the page asked as more than it answers at once: then the
+        next ``request`` asks the same page in the service's size."""
+        return self.saver.client._learn_page_limit(error, "limit", self.page_size)
 
     def take(self, page: list[dict[str, Any]]) -> list[CheckpointTuple]:
         found: list[CheckpointTuple] = []
@@ -312,7 +320,13 @@ class ServiceCheckpointSaver(BaseCheckpointSaver[str]):
     ) -> Iterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
         while not listing.done:
-            yield from listing.take(self.client.list_checkpoints(listing.conversation_id, **listing.request()))
+            try:
+                page = self.client.list_checkpoints(listing.conversation_id, **listing.request())
+            except MemoryServiceError as error:
+                if not listing.refused(error):
+                    raise
+                continue
+            yield from listing.take(page)
 
     async def alist(
         self,
@@ -324,7 +338,13 @@ class ServiceCheckpointSaver(BaseCheckpointSaver[str]):
     ) -> AsyncIterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
         while not listing.done:
-            for found in listing.take(await self.client.alist_checkpoints(listing.conversation_id, **listing.request())):
+            try:
+                page = await self.client.alist_checkpoints(listing.conversation_id, **listing.request())
+            except MemoryServiceError as error:
+                if not listing.refused(error):
+                    raise
+                continue
+            for found in listing.take(page):
                 yield found
 
     def put(

@@ -11,6 +11,10 @@ service: all of it is applied, or none. A longer batch is sent in parts of that 
 transaction: when a part fails, the parts before it stay applied and no
 later operation is (see ``MemoryClient.store_batch``); the error names the operation by its index in
 the batch given (``operations[120]``) and ``details["applied"]`` counts the operations applied.
+A ``search`` or ``list_namespaces`` asking for more items than the service answers at once (its
+``MEMORY_MAX_PAGE_SIZE``, 500 unless its operator lowered it) is sent as consecutive pages of that
+size in the same batch, and answered as one list: the service refuses the longer page naming its
+limit, with nothing applied, and the store sends the batch again so, and asks later pages in that size.
 
 What the service does, and how it differs from ``InMemoryStore``:
 
@@ -67,7 +71,8 @@ answer alike otherwise):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -85,7 +90,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from memory_client.http import MemoryClient
+from memory_client.http import MemoryClient, MemoryServiceError
 
 __all__ = ["ServiceStore"]
 
@@ -126,15 +131,43 @@ class ServiceStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         operations = [self._operation(op) for op in ops]
-        return [
-            self._result(answer, operation)
-            for answer, operation in zip(self.client.store_batch(operations), operations, strict=True)
-        ]
+        while True:
+            sent, counts = _in_pages(operations, self.client._page_size)
+            try:
+                answers = self.client.store_batch(sent)
+            except MemoryServiceError as error:
+                if not self._refused_page(error, sent):
+                    raise
+                continue
+            return [
+                self._result(answer, operation) for answer, operation in zip(_joined(answers, counts), operations, strict=True)
+            ]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         operations = [self._operation(op) for op in ops]
-        answers = await self.client.astore_batch(operations)
-        return [self._result(answer, operation) for answer, operation in zip(answers, operations, strict=True)]
+        while True:
+            sent, counts = _in_pages(operations, self.client._page_size)
+            try:
+                answers = await self.client.astore_batch(sent)
+            except MemoryServiceError as error:
+                if not self._refused_page(error, sent):
+                    raise
+                continue
+            return [
+                self._result(answer, operation) for answer, operation in zip(_joined(answers, counts), operations, strict=True)
+            ]
+
+    def _refused_page(self, error: MemoryServiceError, sent: list[dict[str, Any]]) -> bool:
+        """Whether the service refused an operation of ``sent`` as a page of more items than it
+        answers at once, with nothing applied: the batch is then sent again in pages of its size.
+        After earlier parts of a long batch were applied the error is raised, the size learnt all the same."""
+        details = error.details if isinstance(error.details, Mapping) else {}
+        refused = _REFUSED_PAGE.fullmatch(str(details.get("field", "")))
+        if refused is None:
+            return False
+        asked = sent[int(refused.group(1))].get("limit")
+        learnt = type(asked) is int and self.client._learn_page_limit(error, refused.group(0), asked)
+        return learnt and not details.get("applied")
 
     # --- to and from the service's JSON --------------------------------------------------------------
 
@@ -188,6 +221,43 @@ class ServiceStore(BaseStore):
         if kind == "list_namespaces":
             return [tuple(namespace) for namespace in answer]
         return None
+
+
+# The reads a page limit applies to, and the field the service names when it refuses one's limit.
+_PAGED = ("search", "list_namespaces")
+_REFUSED_PAGE = re.compile(r"operations\[(\d+)\]\.limit")
+
+
+def _in_pages(operations: list[dict[str, Any]], page_size: Callable[[int], int]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The operations to send, each read asking for more than ``page_size(limit)`` items sent as
+    consecutive pages of that size (one after the other's offset), and how many each one became."""
+    sent: list[dict[str, Any]] = []
+    counts: list[int] = []
+    for operation in operations:
+        limit = operation.get("limit") if operation["op"] in _PAGED else None
+        size = limit if limit is None else page_size(limit)
+        if limit is None or size is None or size >= limit:
+            sent.append(operation)
+            counts.append(1)
+            continue
+        offset = operation.get("offset") or 0
+        pages = [{**operation, "limit": min(size, limit - first), "offset": offset + first} for first in range(0, limit, size)]
+        sent.extend(pages)
+        counts.append(len(pages))
+    return sent, counts
+
+
+def _joined(answers: list[Any], counts: list[int]) -> list[Any]:
+    """The answer of each operation given to ``_in_pages``: its pages' items as one list."""
+    joined: list[Any] = []
+    position = 0
+    for count in counts:
+        if count == 1:
+            joined.append(answers[position])
+        else:
+            joined.append([entry for page in answers[position : position + count] for entry in page])
+        position += count
+    return joined
 
 
 def _ttl_minutes(ttl: float | timedelta | datetime | None) -> float | None:

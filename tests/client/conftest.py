@@ -56,14 +56,31 @@ def web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transacti
 SMALL_BATCH = 3
 
 
-@pytest.fixture
-def small_batch_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
-    """A running gunicorn that takes at most SMALL_BATCH items per request, on the same database."""
-    environment = {**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": LOOPBACK_ALLOWED, "MEMORY_MAX_BATCH": str(SMALL_BATCH)}
-    server = web_servers.setdefault("small-batch", WebServer(env=environment, name="small-batch", workers=1))
+def limited_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], name: str, **limits: int) -> WebServer:
+    """A running gunicorn of one worker with these lower ``MEMORY_*`` limits, on the same database."""
+    environment = {**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": LOOPBACK_ALLOWED}
+    environment |= {setting: str(value) for setting, value in limits.items()}
+    server = web_servers.setdefault(name, WebServer(env=environment, name=name, workers=1))
     if not server.running:
         server.start()
     return server
+
+
+@pytest.fixture
+def small_batch_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
+    """A running gunicorn that takes at most SMALL_BATCH items per request, on the same database."""
+    return limited_web(web_servers, worker_env, "small-batch", MEMORY_MAX_BATCH=SMALL_BATCH)
+
+
+# MEMORY_MAX_PAGE_SIZE of ``small_page_web``: a service answering fewer items per page than the
+# clients ask for (pages of 100 checkpoints, LangGraph's 100 namespaces and 10 search results).
+SMALL_PAGE = 4
+
+
+@pytest.fixture
+def small_page_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
+    """A running gunicorn that answers at most SMALL_PAGE items per page, on the same database."""
+    return limited_web(web_servers, worker_env, "small-page", MEMORY_MAX_PAGE_SIZE=SMALL_PAGE)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiYamlRenderer
 
 from tenants import services as tenant_services
-from tests.client.conftest import SMALL_BATCH, LiveService
+from tests.client.conftest import SMALL_BATCH, SMALL_PAGE, LiveService
 from tests.faults import ARTIFACTS, WebServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_the_package_type_checks_and_builds(npm: str) -> None:
 
 
 def test_the_node_suite_passes_against_the_live_service(
-    npm: str, service: LiveService, small_batch_web: WebServer, other_tenant: Any
+    npm: str, service: LiveService, small_batch_web: WebServer, small_page_web: WebServer, other_tenant: Any
 ) -> None:
     _, other_key = tenant_services.api_key_create(tenant=other_tenant, name="typescript-client-tests")
     environment = {
@@ -94,6 +94,9 @@ def test_the_node_suite_passes_against_the_live_service(
         # The same service, taking at most SMALL_BATCH items per request (MEMORY_MAX_BATCH).
         "MEMORY_SMALL_BATCH_URL": small_batch_web.url,
         "MEMORY_SMALL_BATCH": str(SMALL_BATCH),
+        # And one answering at most SMALL_PAGE items per page (MEMORY_MAX_PAGE_SIZE).
+        "MEMORY_SMALL_PAGE_URL": small_page_web.url,
+        "MEMORY_SMALL_PAGE": str(SMALL_PAGE),
     }
 
     result = run_npm(npm, "test", env=environment)
