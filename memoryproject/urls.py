@@ -25,7 +25,10 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         return HttpResponse("Metrics are off: set MEMORY_METRICS_TOKEN and scrape with that bearer token.\n", status=404)
     if not metrics_token_matches(request.headers.get("Authorization", "")):
         return HttpResponse("Send Authorization: Bearer <MEMORY_METRICS_TOKEN>.\n", status=401)
-    return HttpResponse(generate_latest(metrics.scrape(selectors.DerivedMemoryCollector(), EmbeddingBacklogCollector())), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(
+        generate_latest(metrics.scrape(selectors.DerivedMemoryCollector(), EmbeddingBacklogCollector())),
+        content_type=CONTENT_TYPE_LATEST,
+    )
 
 
 # The health page and its panel, under the admin and behind its login (active staff only). They read
