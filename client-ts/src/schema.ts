@@ -169,7 +169,7 @@ export interface paths {
         };
         get: operations["conversations_messages_window"];
         put?: never;
-        /** @description Append one message or a batch. A 201 means the write is durable (broker-confirmed) and already in the window. Resending a message with the same id and content answers 200 with the stored message and the seq it was given the first time; send your own ids and resend the same body after any failure. A 503 carries Retry-After and error.code: broker_unavailable (nothing stored), write_indeterminate (the write may be stored: resend with the ids in error.details.messages, which keep their seqs), idempotency_unknown (the service cannot tell whether your ids were stored; nothing written; resend the same ids later), conversation_busy or backends_unavailable (nothing stored). */
+        /** @description Append one message or a batch. A 201 means the write is durable (broker-confirmed) and already in the window. Resending a message with the same id and content answers 200 with the stored message and the seq it was given the first time; send your own ids and resend the same body after any failure. A 503 carries Retry-After and error.code: broker_unavailable (nothing stored), write_indeterminate (the write may be stored: resend with the ids in error.details.messages, which keep their seqs), idempotency_unknown (the service cannot tell whether your ids were stored; nothing written; resend the same ids later), conversation_busy or backends_unavailable (nothing stored). user_id names the conversation's user: recorded while it has none, and a write naming another user is a 409 user_mismatch (nothing stored). agent_id is recorded when the conversation is new; several agents may append to one conversation. */
         post: operations["v1_conversations_messages_create"];
         /** @description Clear the conversation's messages (a chat history's clear()); the conversation, its memory document and its checkpoints stay. */
         delete: operations["conversations_messages_clear"];
@@ -500,7 +500,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description How much of one user's history search covers: their persisted messages with and without a vector, and the writes not persisted yet. A user id with no messages answers zeros (and searchable). */
+        /** @description How much of one user's history search covers: their persisted messages with and without a vector, and the writes not persisted yet. A user id with no messages answers zeros, not searchable, with reason no_messages (nothing to search: polling will not change it). */
         get: operations["v1_users_search_status_retrieve"];
         put?: never;
         post?: never;
@@ -524,7 +524,10 @@ export interface components {
             conversation_id: string;
             messages: components["schemas"]["MessageOut"][];
         };
-        /** @description One message, or ``{"messages": [...]}`` for a batch; owner ids apply when the conversation is new. */
+        /**
+         * @description One message, or ``{"messages": [...]}`` for a batch, with the owner ids: the user is the
+         *     conversation's (``services.lifecycle.user_check``), the agent is recorded when it is new.
+         */
         AppendRequest: {
             messages?: components["schemas"]["MessageInRequest"][];
             role?: components["schemas"]["RoleEnum"];
@@ -900,6 +903,8 @@ export interface components {
             /** Format: date-time */
             valid_to?: string | null;
             readonly current: boolean;
+            /** @description On a version an update replaced: the id of the memory that holds on (null on every other memory). */
+            readonly version_of: string | null;
             /** Format: double */
             confidence?: number;
             readonly message_ids: string[];
@@ -949,6 +954,8 @@ export interface components {
             /** Format: date-time */
             valid_to?: string | null;
             readonly current: boolean;
+            /** @description On a version an update replaced: the id of the memory that holds on (null on every other memory). */
+            readonly version_of: string | null;
             /** Format: double */
             confidence?: number;
             readonly message_ids: string[];
@@ -1116,8 +1123,10 @@ export interface components {
             not_embedded: number;
             /** @description Messages acknowledged (201) that no worker has persisted yet, any role: not searchable at all yet. Null when the cache does not answer. */
             pending_persist: number | null;
-            /** @description Every message appended so far is persisted and embedded: search covers the whole history. Poll until true after loading a history. */
+            /** @description There is something to search and every message appended so far is persisted and embedded: search covers the whole history. Poll until true after loading a history; reason says why it is false. */
             searchable: boolean;
+            /** @description Null when searchable; else why not: pending_unknown: the cache does not answer, so the writes not persisted yet are unknown: ask again later; pending_persist: messages were acknowledged but not persisted yet: poll until they are; not_embedded: persisted messages wait for their vector (found by their words already): poll until embedded; no_messages: there is nothing to search: no user or assistant message with content was appended (or every one was erased); append messages before polling. */
+            reason: string | null;
             /**
              * Format: date-time
              * @description When the oldest message still waiting for its vector was persisted.
@@ -1404,8 +1413,10 @@ export interface components {
             not_embedded: number;
             /** @description Messages acknowledged (201) that no worker has persisted yet, any role: not searchable at all yet. Null when the cache does not answer. */
             pending_persist: number | null;
-            /** @description Every message appended so far is persisted and embedded: search covers the whole history. Poll until true after loading a history. */
+            /** @description There is something to search and every message appended so far is persisted and embedded: search covers the whole history. Poll until true after loading a history; reason says why it is false. */
             searchable: boolean;
+            /** @description Null when searchable; else why not: pending_unknown: the cache does not answer, so the writes not persisted yet are unknown: ask again later; pending_persist: messages were acknowledged but not persisted yet: poll until they are; not_embedded: persisted messages wait for their vector (found by their words already): poll until embedded; no_messages: there is nothing to search: no user or assistant message with content was appended (or every one was erased); append messages before polling. */
+            reason: string | null;
             /**
              * Format: date-time
              * @description When the oldest message still waiting for its vector was persisted.
@@ -3022,6 +3033,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDocument"];
                 };
             };
+            /** @description error.code user_mismatch: metadata.user_id names a user other than the conversation's (error.details: conversation_id, conversation_user_id, user_id); nothing stored */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorDocument"];
+                };
+            };
             /** @description payload_too_large: the body is over DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE (a chunked body too). */
             413: {
                 headers: {
@@ -3251,7 +3271,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description error.code conflict: the id holds other content */
+            /** @description error.code conflict: a message id holds other content; user_mismatch: the conversation belongs to another user (error.details: conversation_id, conversation_user_id, user_id), nothing stored */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5702,7 +5722,7 @@ export interface operations {
                 conversation_id?: string[];
                 /** @description Only memories holding from this time or before. */
                 end_date?: string;
-                /** @description Also memories an update or delete took back (valid_to set). */
+                /** @description Also memories an update or delete took back (valid_to set): the versions an update replaced, each with version_of naming the memory that holds on. */
                 include_past?: boolean;
                 /**
                  * @description Only memories of this kind.
@@ -5725,7 +5745,7 @@ export interface operations {
                 subject?: string;
                 /** @description Hits of a query: default MEMORY_TOP_K. */
                 top_k?: number;
-                /** @description Only memories that held at this time (ISO 8601); past ones included. */
+                /** @description Only memories that held at this time (ISO 8601): what was true then, past versions included. */
                 valid_at?: string;
             };
             header?: never;
