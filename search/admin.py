@@ -10,12 +10,13 @@ its messages have a vector under the tenant's model, and how many wait for one.
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Count, Model, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from conversations import derived
-from conversations.models import Conversation
+from conversations.models import Conversation, Message
 from search import coverage
 from search.filters import SEARCHED_ROLES
 from search.models import MessageEmbedding
@@ -24,18 +25,41 @@ from tenants.admin import TenantScopedAdmin, badge
 
 @admin.register(MessageEmbedding)
 class MessageEmbeddingAdmin(TenantScopedAdmin):
-    list_display = ("conversation", "seq", "model", "dimensions", "created_at")
+    list_display = ("conversation", "place", "said_at", "model", "dimensions", "created_at")
     list_filter = ("model", ("created_at", admin.DateFieldListFilter))
     list_select_related = ("conversation",)
     list_per_page = 100
     ordering = ("-id",)
     search_fields = ("conversation__conversation_id",)
     search_help_text = "The beginning of a conversation id."
-    fields = ("tenant", "conversation", "message", "seq", "model", "dimensions", "created_at")
+    fields = ("tenant", "conversation", "message", "place", "said_at", "model", "dimensions", "created_at")
     readonly_fields = fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        return super().get_queryset(request).defer("vector")
+        # Its message by its place in the conversation and when it was said, as a person reads a transcript
+        # (never the seq): one indexed count and one lookup per row shown. The rows are the vector's own
+        # tenant's (OuterRef), whichever manager reads them.
+        same_conversation = {"tenant_id": OuterRef("tenant_id"), "conversation_id": OuterRef("conversation_id")}
+        before = Message.unscoped.filter(**same_conversation, seq__lte=OuterRef("seq"))  # scoped by the row's tenant (OuterRef)
+        said = Message.unscoped.filter(tenant_id=OuterRef("tenant_id"), pk=OuterRef("message_id"))  # the same
+        return (
+            super()
+            .get_queryset(request)
+            .defer("vector")
+            .annotate(
+                position=Subquery(before.order_by().values("conversation_id").annotate(n=Count("pk")).values("n")[:1]),
+                message_said_at=Subquery(said.values("created_at")[:1]),
+            )
+        )
+
+    @admin.display(description="Message")
+    def place(self, embedding: MessageEmbedding) -> str:
+        position = getattr(embedding, "position", None)
+        return f"message {position}" if position else "no longer stored"
+
+    @admin.display(description="Said at", ordering="message_said_at")
+    def said_at(self, embedding: MessageEmbedding) -> SafeString:
+        return derived.when(getattr(embedding, "message_said_at", None))
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str) -> tuple[QuerySet, bool]:
         term = search_term.strip()

@@ -1,6 +1,8 @@
 """The search endpoints: parameters, answers, errors, tenants; and the path from an append through the
 persist and derived-memory workers to a search hit."""
 
+import re
+
 import pytest
 
 from search.models import MessageEmbedding
@@ -103,3 +105,8 @@ def test_an_operator_sees_which_messages_of_their_tenant_are_embedded(operator_c
     assert "ours" in page
     assert "theirs" not in page
     assert "all-MiniLM-L6-v2" in page
+    listed = response.context["cl"].result_list
+    seqs = {str(vector.seq) for vector in listed}
+    shown = {cell.strip() for cell in re.findall(r'<td class="field-place">([^<]*)</td>', page)}
+    assert shown == {f"message {place}" for place in range(1, len(listed) + 1)}  # places in the conversation, not seqs
+    assert not any(f">{seq}<" in page for seq in seqs)
