@@ -31,8 +31,9 @@ class ChatView(TenantAPIView):
             ),
             409: OpenApiResponse(
                 description="run_active: another chat turn of this conversation is running (one at a time, so each "
-                "answer follows its question); chat_in_progress: this message_id is being answered. Nothing stored; "
-                "retry after Retry-After."
+                "answer follows its question); chat_in_progress: this message_id is being answered; retry after "
+                "Retry-After. user_mismatch: the conversation belongs to another user (error.details: conversation_id, "
+                "conversation_user_id, user_id). Nothing stored."
             ),
             429: OpenApiResponse(
                 description="chat_limit_reached: the tenant has MEMORY_CHAT_MAX_CONCURRENT_PER_TENANT chat turns running; "

@@ -2055,7 +2055,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorDocument"];
                 };
             };
-            /** @description run_active: another chat turn of this conversation is running (one at a time, so each answer follows its question); chat_in_progress: this message_id is being answered. Nothing stored; retry after Retry-After. */
+            /** @description run_active: another chat turn of this conversation is running (one at a time, so each answer follows its question); chat_in_progress: this message_id is being answered; retry after Retry-After. user_mismatch: the conversation belongs to another user (error.details: conversation_id, conversation_user_id, user_id). Nothing stored. */
             409: {
                 headers: {
                     [name: string]: unknown;

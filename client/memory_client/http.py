@@ -314,6 +314,9 @@ class SearchStatus(TypedDict):
     not_embedded: int
     pending_persist: int | None
     searchable: bool
+    # None when searchable; else pending_persist, not_embedded or pending_unknown (poll), or no_messages
+    # (nothing to search: polling will not change it).
+    reason: str | None
     oldest_not_embedded_at: str | None
 
 
@@ -1510,8 +1513,9 @@ class MemoryClient:
         return await self._asend(_Call("DELETE", _user_path(user_id)))
 
     def search_status(self, user_id: str) -> SearchStatus:
-        """Whether search covers the user's history yet: ``searchable`` once every message appended
-        is persisted and embedded (``not_embedded`` and ``pending_persist`` count what is waiting)."""
+        """Whether search covers the user's history yet: ``searchable`` once there is something to search
+        and every message appended is persisted and embedded (``not_embedded`` and ``pending_persist``
+        count what is waiting); ``reason`` says why not, ``no_messages`` when polling will not help."""
         return self._send(_Call("GET", _user_path(user_id, "search", "status")))
 
     async def asearch_status(self, user_id: str) -> SearchStatus:

@@ -523,7 +523,8 @@ MEMORY_MAX_STORE_VALUE_BYTES = env.int("MEMORY_MAX_STORE_VALUE_BYTES", default=2
 # longer request is refused whole (400 limit_exceeded, details.limit its value); the Python and TypeScript
 # clients then send their batches in parts of it (they send at most 100 per request).
 MEMORY_MAX_BATCH = env.int("MEMORY_MAX_BATCH", default=100)
-# The largest limit (page size, top_k) any list or search takes.
+# The largest limit (page size, top_k) any list or search takes. A larger one is refused (400
+# limit_exceeded, details.limit its value); the Python and TypeScript clients then ask in pages of it.
 MEMORY_MAX_PAGE_SIZE = env.int("MEMORY_MAX_PAGE_SIZE", default=500)
 # The longest conversation, message or user id.
 MEMORY_MAX_ID_LENGTH = min(200, env.int("MEMORY_MAX_ID_LENGTH", default=200))  # the column holds 200
