@@ -603,18 +603,7 @@ derived.derived_panel_register("memories", 30, memories_panel)
 class ExtractionUsageAdmin(TenantScopedAdmin):
     """What the extractor used per tenant and UTC day: counted by the extraction, read-only here."""
 
-    list_display = (
-        "day",
-        "tenant",
-        "calls",
-        "tokens",
-        "turns_read",
-        "skipped_reads",
-        "skipped_turns",
-        "failed_calls",
-        "dead_letters",
-        "refused_operations",
-    )
+    list_display = ("day", "tenant", *ExtractionUsage.COUNTED)
     list_filter = (("day", admin.DateFieldListFilter),)
     list_select_related = ("tenant",)
     list_per_page = 100

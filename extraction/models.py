@@ -168,6 +168,18 @@ class ExtractionUsage(models.Model):
     refused_operations = models.PositiveIntegerField(default=0)
     dead_letters = models.PositiveIntegerField(default=0)
 
+    # What is counted, in the order the status and the admin show it.
+    COUNTED = (
+        "calls",
+        "tokens",
+        "turns_read",
+        "skipped_reads",
+        "skipped_turns",
+        "failed_calls",
+        "dead_letters",
+        "refused_operations",
+    )
+
     objects = TenantManager()
     unscoped = UnscopedManager()
 

@@ -235,19 +235,9 @@ def tenant_extraction_status(tenant: Tenant) -> dict[str, Any]:
     bounds (calls, tokens, turns read, reads skipped by a bound and their turns, failed calls, dead
     letters, operations of applied answers that the rules refused) and the extraction dead letters not replayed yet."""
     usage = usage_today(tenant=tenant, day=timezone.now().date())
-    counted = (
-        "calls",
-        "tokens",
-        "turns_read",
-        "skipped_reads",
-        "skipped_turns",
-        "failed_calls",
-        "dead_letters",
-        "refused_operations",
-    )
     return {
         **extraction_status(tenant),
-        "today": {name: getattr(usage, name, 0) for name in counted},
+        "today": {name: getattr(usage, name, 0) for name in ExtractionUsage.COUNTED},
         "daily_bounds": {
             "calls": int(tenant.setting("MEMORY_EXTRACTION_DAILY_CALLS")),
             "tokens": int(tenant.setting("MEMORY_EXTRACTION_DAILY_TOKENS")),

@@ -44,4 +44,5 @@ def test_what_the_override_table_says_a_tenant_may_set_is_what_the_tenant_settin
             with pytest.raises(ValidationError):
                 validate_setting_overrides({name: str(default)})
         else:
-            assert "number" not in rule and "true or false" not in rule, (name, rule)
+            assert "number" not in rule, (name, rule)
+            assert "true or false" not in rule, (name, rule)

@@ -75,11 +75,17 @@ def first_source(tenant, conversation):
     ("answer", "named"),
     [
         ("add everything", "not a list of operations"),
-        ({"operations": [{"op": "forget"}]}, "operations[0].op must be one of add, update, delete, none (a text of 6 characters given)"),
+        (
+            {"operations": [{"op": "forget"}]},
+            "operations[0].op must be one of add, update, delete, none (a text of 6 characters given)",
+        ),
         ({"operations": [{"op": "add", "subject": "x", "text": "y"}]}, "an add needs a kind"),
         ({"operations": [{"op": "add", "kind": "rumour", "subject": "x", "text": "y"}]}, "operations[0].kind must be one of"),
         ({"operations": [{"op": "add", "kind": "fact", "subject": "x", "text": "   "}]}, "operations[0].text must be non-empty"),
-        ({"operations": [{"op": "update", "memory_id": 7, "text": "y"}]}, "operations[0].memory_id must be a memory's id: an update or delete names one (7 given)"),
+        (
+            {"operations": [{"op": "update", "memory_id": 7, "text": "y"}]},
+            "operations[0].memory_id must be a memory's id: an update or delete names one (7 given)",
+        ),
         ({"operations": [add(confidence=1.5)]}, "confidence must be a number from 0 to 1 (1.5 given)"),
         ({"operations": [add(confidence=True)]}, "confidence must be a number from 0 to 1 (true given)"),
         ({"operations": [add(valid_from="last spring")]}, "valid_from is not a date (YYYY-MM-DD)"),
