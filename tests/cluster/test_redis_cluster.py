@@ -128,6 +128,10 @@ def test_every_script_and_multi_key_path_runs_on_a_cluster_without_a_redis_error
     assert first.status_code == 201, first.content
     assert append(api, "c-1", [{"id": uid("a-1"), "role": "user", "content": "one"}]).status_code == 200
     assert append(api, "c-2", [{"role": "user", "content": "elsewhere"}]).status_code == 201
+    # The conversation's user, claimed by a write naming one (USER_RECORD), then checked by the next.
+    owned = {"messages": [{"role": "user", "content": "mine"}], "user_id": "u-1"}
+    assert api.post("/api/v1/conversations/c-3/messages/", owned, format="json").status_code == 201
+    assert api.post("/api/v1/conversations/c-3/messages/", {**owned, "user_id": "u-2"}, format="json").status_code == 409
     assert [m["id"] for m in window(api, "c-1")] == [uid("a-1"), uid("a-2")]
     cache.invalidate(tenant_slug=tenant.slug, conversation_id="c-1")
     assert [m["id"] for m in window(api, "c-1")] == [uid("a-1"), uid("a-2")]  # rebuilt from the pending writes
