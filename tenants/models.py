@@ -129,6 +129,12 @@ SHARE_SETTINGS = (
 )
 
 
+# The largest number a tenant may set: every reader can take it (a LIMIT, a thread's wait, a count),
+# whatever the setting. A whole number fits PostgreSQL's integer; a number of seconds is decades.
+MAX_OVERRIDE_INT = 2_147_483_647
+MAX_OVERRIDE_NUMBER = 1e9
+
+
 def validate_setting_overrides(overrides: Any) -> None:
     if not isinstance(overrides, dict):
         raise ValidationError("Tenant settings must be a JSON object of MEMORY_* names to values.")
@@ -154,6 +160,9 @@ def validate_setting_overrides(overrides: Any) -> None:
             raise ValidationError(f"{name} must be a non-negative number like its default ({default}).")
         if isinstance(default, int) and not isinstance(value, int):
             raise ValidationError(f"{name} must be a whole number like its default ({default}).")
+        bound = MAX_OVERRIDE_INT if isinstance(default, int) else MAX_OVERRIDE_NUMBER
+        if value > bound:
+            raise ValidationError(f"{name} is at most {bound:,.0f} for a tenant (its default: {default}).")
         if name in SHARE_SETTINGS and value > 1:
             raise ValidationError(f"{name} is a share: between 0 and 1, like its default ({default}).")
 

@@ -19,6 +19,7 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "memoryproject" / "settings"
@@ -203,9 +204,14 @@ def undocumented_process_variables() -> list[str]:
 
 
 def _tuple_of_strings(path: Path, name: str) -> tuple[str, ...]:
+    return tuple(_literal(path, name))
+
+
+def _literal(path: Path, name: str) -> Any:
+    """The literal value ``name`` is assigned in the module at ``path`` (read, not imported)."""
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return tuple(ast.literal_eval(node.value))
+            return ast.literal_eval(node.value)
     raise SystemExit(f"{name} is not assigned in {path.relative_to(ROOT)}")
 
 
@@ -244,9 +250,9 @@ def _override_rule(name: str, kind: str, shares: tuple[str, ...], code_naming: t
     if kind == "bool":
         return "true or false (a JSON boolean; a string is refused)"
     if kind == "int":
-        return "a whole number, 0 or more"
+        return f"a whole number from 0 to {_literal(TENANT_MODELS, 'MAX_OVERRIDE_INT'):,}"
     if kind == "float":
-        return "a number, 0 or more"
+        return f"a number from 0 to {_literal(TENANT_MODELS, 'MAX_OVERRIDE_NUMBER'):,.0f}"
     return "a string" + (" naming no code" if name in code_naming else "")
 
 

@@ -60,15 +60,34 @@ def test_tenant_settings_overrides_are_validated_and_a_bad_one_names_the_setting
     assert re.search(r"MEMORY_HISTORY_LIMIT</code></td><td>20</td><td>override", page)
 
 
-def test_a_float_setting_of_1e16_or_more_is_kept_as_a_float(operator_client, tenant):
+@pytest.mark.parametrize(
+    ("override", "bound"),
+    [
+        ('{"MEMORY_TOP_K": 1000000000000000000000000000000}', "at most 2,147,483,647"),
+        ('{"MEMORY_CHAT_TIMEOUT": 1e16}', "at most 1,000,000,000"),
+        ('{"MEMORY_TTL_STANDARD": 100000000000000000000}', "at most 2,147,483,647"),
+    ],
+)
+def test_a_number_no_reader_could_take_is_refused_naming_its_bound(operator_client, tenant, override, bound):
+    """A LIMIT past PostgreSQL's bigint, a thread's wait past what Python can time: set once, either would
+    break every read of the tenant that uses it."""
+    answer = operator_client.post(f"{TENANTS}{tenant.pk}/change/", {"name": "acme", "settings": override})
+
+    assert answer.status_code == 200
+    assert bound in str(answer.context["adminform"].form.errors["settings"])
+    tenant.refresh_from_db()
+    assert tenant.settings == {}
+
+
+def test_the_largest_numbers_a_tenant_may_set_are_kept_as_set(operator_client, tenant):
     url = f"{TENANTS}{tenant.pk}/change/"
 
-    answer = operator_client.post(url, {"name": "acme", "settings": '{"MEMORY_COMPRESSION_THRESHOLD": 1e16}'})
+    answer = operator_client.post(url, {"name": "acme", "settings": '{"MEMORY_TOP_K": 2147483647, "MEMORY_CHAT_TIMEOUT": 1e9}'})
 
     assert answer.status_code == 302
     tenant.refresh_from_db()
-    threshold = tenant.setting("MEMORY_COMPRESSION_THRESHOLD")
-    assert (threshold, type(threshold)) == (1e16, float)  # jsonb alone gives back 1e+16 as an int
+    timeout = tenant.setting("MEMORY_CHAT_TIMEOUT")
+    assert (tenant.setting("MEMORY_TOP_K"), timeout, type(timeout)) == (2147483647, 1e9, float)
 
 
 def test_rebuilding_a_whole_tenant_runs_the_rebuild_cache_service_in_a_worker(client, tenant, other_tenant, worker):
