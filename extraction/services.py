@@ -39,6 +39,7 @@ erase (``_still_there``), so that an erase during an extraction leaves nothing r
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import uuid
@@ -408,25 +409,12 @@ class _Applying:
         self.applied.updated += 1
 
     def _keep_past_version(self, memory: Memory, *, until: datetime) -> None:
-        """The version an update replaces, as a memory of its own that held until ``until``."""
-        Memory.objects.for_tenant(self.tenant).create(
-            tenant=self.tenant,
-            user_id=memory.user_id,
-            kind=memory.kind,
-            subject=memory.subject,
-            text=memory.text,
-            valid_from=memory.valid_from,
-            valid_to=until,
-            confidence=memory.confidence,
-            message_ids=memory.message_ids,
-            conversation_pks=memory.conversation_pks,
-            model=memory.model,
-            embedding=memory.embedding,
-            embedding_model=memory.embedding_model,
-            created_at=memory.created_at,
-            updated_at=self.now,
-            version_of=memory,
-        )
+        """The version an update replaces, as a memory of its own that held until ``until``: a copy of
+        the row as it stands (text, sources, vector), under an id of its own."""
+        past = copy.copy(memory)
+        past.pk, past._state.adding = None, True  # Django's way to save a copy as a new row
+        past.memory_id, past.valid_to, past.version_of, past.updated_at = uuid.uuid4(), until, memory, self.now
+        past.save()
 
     def _delete(self, memory: Memory, operation: Operation, sources: list[ReadMessage]) -> None:
         """Take a memory back as of when it stopped holding: the model's ``valid_to``, else when the
