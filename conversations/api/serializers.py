@@ -3,7 +3,6 @@
 import json
 import re
 import uuid
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -13,7 +12,7 @@ from conversations.api.fields import DateTimeField
 from conversations.content_parts import checked_content, checked_message_metadata, with_parts
 from conversations.models import Conversation, Role
 from core.exceptions import LimitExceeded, Unstorable
-from core.storable import storable_datetime, storable_json, storable_text
+from core.storable import storable_json, storable_text
 
 CONVERSATION_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@=+-]*"
 CONVERSATION_ID = re.compile(CONVERSATION_ID_PATTERN)
@@ -141,9 +140,6 @@ class MessageInSerializer(serializers.Serializer):
         if not isinstance(value, dict):
             raise serializers.ValidationError("metadata must be a JSON object.")
         return value
-
-    def validate_created_at(self, value: datetime) -> datetime:
-        return storable_datetime(value, field="created_at")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["content"] is None:
@@ -292,7 +288,7 @@ def _plain_message(item: Any) -> dict[str, Any] | None:
         if "created_at" in item:
             if type(item["created_at"]) is not str:
                 return None
-            message["created_at"] = storable_datetime(CREATED_AT.to_internal_value(item["created_at"]), field="created_at")
+            message["created_at"] = CREATED_AT.to_internal_value(item["created_at"])
     except (ValueError, serializers.ValidationError, LimitExceeded, Unstorable):
         return None
     return message

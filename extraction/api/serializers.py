@@ -6,7 +6,6 @@ checked here (types, bounds, known kinds); a correction's values are checked by 
 the same rules as a model's answer (``extraction.services.memory_correct``).
 """
 
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -14,7 +13,6 @@ from rest_framework import serializers
 
 from conversations.api.fields import DateTimeField
 from conversations.api.serializers import PageQuerySerializer, check_page_size
-from core.storable import storable_datetime
 from extraction.models import Memory, MemoryChange, MemoryKind
 
 
@@ -47,15 +45,6 @@ class MemoryQuerySerializer(PageQuerySerializer):
         if hasattr(data, "getlist"):  # a query string: the repeated parameter as a list
             data = {**data.dict(), "conversation_id": data.getlist("conversation_id")} if "conversation_id" in data else data
         return super().to_internal_value(data)
-
-    def validate_valid_at(self, value: datetime) -> datetime:
-        return storable_datetime(value, field="valid_at")
-
-    def validate_start_date(self, value: datetime) -> datetime:
-        return storable_datetime(value, field="start_date")
-
-    def validate_end_date(self, value: datetime) -> datetime:
-        return storable_datetime(value, field="end_date")
 
     def validate_query(self, value: str) -> str:
         if len(value) > settings.MEMORY_MAX_QUERY_CHARS:

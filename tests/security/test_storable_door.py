@@ -707,3 +707,24 @@ def test_the_catalogues_hold_both_outcomes():
     """A door that refused everything, or nothing, would pass the tests above on its own."""
     for catalogue in (JSON_TEXT_CASES, TEXT_CASES, DATETIME_CASES):
         assert {expected for _, expected, _ in catalogue} >= {REFUSED, STORED}
+
+
+@pytest.mark.parametrize(
+    ("path", "parameter"),
+    [
+        ("/api/v1/conversations/c1/messages/", "start_date"),
+        ("/api/v1/conversations/c1/messages/", "end_date"),
+        ("/api/v1/users/u1/search/", "start_date"),
+        ("/api/v1/users/u1/memories/", "valid_at"),
+    ],
+)
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+05:00", "0001-01-01T12:00:00Z", "9999-12-31T00:00:00Z"])
+def test_every_time_a_query_gives_passes_the_door_naming_its_parameter(api, path, parameter, moment):
+    """One field (``conversations.api.fields.DateTimeField``) reads every time the API is given: stored
+    or compared, a time outside what reads back everywhere is a 400 naming where it was."""
+    query = {parameter: moment} | ({"q": "hello"} if "search" in path else {})
+
+    response = api.get(path, query)
+
+    assert response.status_code == 400, response.content
+    assert parameter in json.dumps(response.json()["error"])
