@@ -113,6 +113,7 @@ class ReadinessDecision(Protocol):
     checks: dict[str, dict[str, Any]]
     message: str
     errors: dict[str, str]
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -132,12 +133,15 @@ class Worker:
     queues: list[str]
     started_at: datetime
     seen_at: datetime
-    missing: bool
     heard: str  # "12 s ago"
     broker_connected: bool | None  # its consumer's connection at its last beat (None: not said)
     # "alive"; "connecting" (its last beat said it has no broker connection); "left" (it said it was
     # connected, and the broker counts no consumer on its queues since); "missing" (no beat for 30 s).
-    state: str = "alive"
+    state: str
+
+    @property
+    def missing(self) -> bool:
+        return self.state == "missing"
 
 
 @dataclass(frozen=True)
@@ -231,7 +235,7 @@ def health_report(
         checked_at=now,
         status=decision.status,
         # The advice that follows the reason reads the error texts with the metrics token: the deployment's.
-        message=decision.message if deployment else (getattr(decision, "reason", "") or decision.message),
+        message=decision.message if deployment else decision.reason,
         engines=_engines(decision, with_errors=deployment),
         abilities=abilities or (EVERYTHING if deployment else Abilities()),
     )
@@ -252,10 +256,11 @@ def health_report(
     else:
         report.samples_readable = False
     counts = _counts(tenant=tenant) if up["database"] and scope != Scope.ENGINES else {}
+    paired = _with_intervals(samples, slug=report.tenant)  # each sample with its interval, read once
     if scope != Scope.ENGINES:
-        report.figures = _figures(samples, counts, broker=broker, slug=report.tenant)
-        report.charts = _charts(samples, slug=report.tenant, now=now)
-    report.problems = _problems(report, samples=samples, counts=counts, heard=heartbeats or [], now=now)
+        report.figures = _figures(paired, counts, broker=broker, slug=report.tenant)
+        report.charts = _charts(paired, slug=report.tenant, now=now)
+    report.problems = _problems(report, paired=paired, counts=counts, heard=heartbeats or [], now=now)
     return report
 
 
@@ -286,10 +291,9 @@ def _heartbeats(*, now: datetime, broker: dict[str, Any] | None) -> list[Worker]
     consumers = _consumers(broker)
     workers = []
     for row in rows:
-        missing = row.seen_at < missing_before
         # The broker's counts of the queues it consumes (those the page knows): all 0 means it left them.
         counted = [consumers[name] for name in row.queues if name in consumers]
-        if missing:
+        if row.seen_at < missing_before:
             state = "missing"
         elif row.broker_connected is False:
             state = "connecting"
@@ -304,7 +308,6 @@ def _heartbeats(*, now: datetime, broker: dict[str, Any] | None) -> list[Worker]
                 queues=list(row.queues),
                 started_at=row.started_at,
                 seen_at=row.seen_at,
-                missing=missing,
                 heard=_ago(now - row.seen_at),
                 broker_connected=row.broker_connected,
                 state=state,
@@ -398,7 +401,11 @@ def _counts(*, tenant: Tenant | None) -> dict[str, int]:
     return {"dead_letters": dead_letters, "cache_repairs": repairs}
 
 
-def _with_intervals(samples: Sequence[dict[str, Any]], *, slug: str | None) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+# Each sample of the hour, oldest first, with what happened since the one before it (``_with_intervals``).
+Paired = list[tuple[dict[str, Any], dict[str, Any]]]
+
+
+def _with_intervals(samples: Sequence[dict[str, Any]], *, slug: str | None) -> Paired:
     """Each sample with what happened since the one before it (when that one is close enough), and
     the interval's length in ``seconds`` (None without an interval)."""
     paired = []
@@ -462,7 +469,7 @@ class Reading:
     newest: bool
 
 
-def _latest(paired: list[tuple[dict[str, Any], dict[str, Any]]], read: Reader, *, slug: str | None) -> Reading | None:
+def _latest(paired: Paired, read: Reader, *, slug: str | None) -> Reading | None:
     """The newest sample of the hour ``read`` knows a value in: the figure shows it, as its chart's
     caption does (``core.charts.line_chart``: the latest value drawn)."""
     for index in range(len(paired) - 1, -1, -1):
@@ -474,28 +481,27 @@ def _latest(paired: list[tuple[dict[str, Any], dict[str, Any]]], read: Reader, *
     return None
 
 
-def _over(reading: Reading) -> str:
+def _over(sample: dict[str, Any], interval: dict[str, Any]) -> str:
     """The interval a figure was counted over, in words ("over the 30 s to 05:32:16 UTC")."""
-    seconds = reading.interval.get("seconds")
+    seconds = interval.get("seconds")
     span = f"the {_duration(seconds)}" if seconds else "the last interval"  # 0: two samples taken together
-    return f"over {span} to {reading.sample['taken_at']:%H:%M:%S} UTC"
+    return f"over {span} to {sample['taken_at']:%H:%M:%S} UTC"
 
 
-def _multiprocess(samples: Sequence[dict[str, Any]]) -> bool | None:
-    """Whether the newest sample added up every process's figures (None: no sample)."""
-    return bool(samples[-1]["figures"].get("source", {}).get("multiprocess")) if samples else None
+def _source(paired: Paired) -> dict[str, Any]:
+    """Who took the newest sample, and how (its process, whether it added every process up)."""
+    return paired[-1][0]["figures"].get("source", {})
 
 
-def _unknown_interval(samples: Sequence[dict[str, Any]], paired: list[tuple[dict[str, Any], dict[str, Any]]], what: str) -> str:
+def _unknown_interval(paired: Paired, what: str) -> str:
     """Why no interval of the hour has a figure (``what``: "lookup", "write persisted")."""
-    if not samples:
+    if not paired:
         return "no sample in the last hour"
     intervals = [(sample, interval) for sample, interval in paired if interval["seconds"] is not None]
     if not intervals:
         return "no two samples close enough to subtract yet"
-    sample, interval = intervals[-1]
-    newest = _over(Reading(sample=sample, own={}, interval=interval, value=0.0, newest=True))
-    if _multiprocess(samples):
+    newest = _over(*intervals[-1])
+    if _source(paired).get("multiprocess"):
         return f"no {what} {newest}"
     # The other processes' counts never reach the sample: say so rather than let "no data" pass for idle.
     return f"no {what} {newest} in the process taking the samples, which counts its own only (see what needs doing)"
@@ -516,18 +522,17 @@ def _interval_figure(
         return Figure(label, "no data", unknown)
     key, noun, none = counted
     since = "" if reading.newest else f"; no {none} since"
-    detail = f"{number(reading.interval[key])} {noun} {_over(reading)}{since}"
+    detail = f"{number(reading.interval[key])} {noun} {_over(reading.sample, reading.interval)}{since}"
     return Figure(label, shown(reading), detail, kind)
 
 
 def _figures(
-    samples: list[dict[str, Any]],
+    paired: Paired,
     counts: dict[str, int],
     *,
     broker: dict[str, Any] | None,
     slug: str | None,
 ) -> list[Figure]:
-    paired = _with_intervals(samples, slug=slug)
     figures: list[Figure] = []
     if slug is None:
         answered = broker is not None and broker["ok"]
@@ -546,7 +551,7 @@ def _figures(
                 lag,
                 lambda reading: f"{_seconds(reading.interval.get('lag_p50'))} / {_seconds(reading.value)}",
                 counted=("persisted", "writes", "write persisted"),
-                unknown=_unknown_interval(samples, paired, "write persisted"),
+                unknown=_unknown_interval(paired, "write persisted"),
                 kind="warning" if lag and lag.newest and lag.value > LAG_LIMIT_SECONDS else "",
             )
         )
@@ -556,7 +561,7 @@ def _figures(
             _latest(paired, _hit_rate_percent, slug=slug),
             lambda reading: number(reading.value, "%"),
             counted=("lookups", "lookups", "lookup"),
-            unknown=_unknown_interval(samples, paired, "lookup"),
+            unknown=_unknown_interval(paired, "lookup"),
         )
     )
     waiting = counts.get("dead_letters")
@@ -593,14 +598,14 @@ def _figures(
     return figures
 
 
-def _charts(samples: list[dict[str, Any]], *, slug: str | None, now: datetime) -> list[SafeString]:
+def _charts(paired: Paired, *, slug: str | None, now: datetime) -> list[SafeString]:
     """The last hour of each figure, one point per sample slot (``None``: no sample then)."""
     slots = int(HISTORY.total_seconds() // SAMPLE_SECONDS)
     step = timedelta(seconds=SAMPLE_SECONDS)
     grid: list[tuple[datetime, tuple[dict[str, Any], dict[str, Any]] | None]] = [
         (now - (slots - 1 - index) * step, None) for index in range(slots)
     ]
-    for sample, interval in _with_intervals(samples, slug=slug):
+    for sample, interval in paired:
         index = slots - 1 - int((now - sample["taken_at"]) // step)
         if 0 <= index < slots:
             grid[index] = (grid[index][0], (sample, interval))
@@ -630,7 +635,7 @@ def _charts(samples: list[dict[str, Any]], *, slug: str | None, now: datetime) -
 def _problems(
     report: HealthReport,
     *,
-    samples: list[dict[str, Any]],
+    paired: Paired,
     counts: dict[str, int],
     heard: list[Worker],
     now: datetime,
@@ -666,9 +671,9 @@ def _problems(
                     "(its record goes after a day).",
                 )
             )
-    problems += _figure_problems(report, samples=samples, counts=counts, deployment=deployment)
+    problems += _figure_problems(report, paired=paired, counts=counts, deployment=deployment)
     if report.scope != Scope.ENGINES:
-        problems += _sample_problems(report, samples=samples, now=now)
+        problems += _sample_problems(report, now=now)
     return problems
 
 
@@ -722,11 +727,8 @@ def _queue_problem(queue: Queue, heard: list[Worker], *, deployment: bool) -> Pr
     )
 
 
-def _figure_problems(
-    report: HealthReport, *, samples: list[dict[str, Any]], counts: dict[str, int], deployment: bool
-) -> list[Problem]:
+def _figure_problems(report: HealthReport, *, paired: Paired, counts: dict[str, int], deployment: bool) -> list[Problem]:
     problems: list[Problem] = []
-    paired = _with_intervals(samples, slug=report.tenant)
     latest, interval = paired[-1] if paired else (None, {})
     p99 = interval.get("lag_p99") if deployment else None
     if p99 is not None and p99 > LAG_LIMIT_SECONDS:
@@ -761,8 +763,8 @@ def _figure_problems(
                 command=derived.start_command if deployment else "",
             )
         )
-    if samples and not _multiprocess(samples):
-        counted = f" ({samples[-1]['figures'].get('source', {}).get('process')})" if deployment else ""
+    if paired and not _source(paired).get("multiprocess"):
+        counted = f" ({_source(paired).get('process')})" if deployment else ""
         problems.append(
             Problem(
                 severity="info",
@@ -810,7 +812,7 @@ def _dead_letter_problem(waiting: int, abilities: Abilities, *, deployment: bool
     )
 
 
-def _sample_problems(report: HealthReport, *, samples: list[dict[str, Any]], now: datetime) -> list[Problem]:
+def _sample_problems(report: HealthReport, *, now: datetime) -> list[Problem]:
     if not report.samples_readable:
         return [
             Problem(

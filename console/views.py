@@ -21,6 +21,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views import View
 
 from console.selectors import Abilities, HealthReport, ReadinessDecision, Scope, health_report
+from conversations import derived
 from conversations.models import DeadLetter
 from tenants.admin import staff_tenant
 
@@ -32,7 +33,7 @@ PANEL_HEADER = "X-Health-Panel"
 def abilities_of(request: HttpRequest) -> Abilities:
     """What the request's user may do in the admin that a problem on the page would offer: the dead
     letters' list, and its replay action (the change permission), as the admin itself decides."""
-    dead_letters = admin.site._registry.get(DeadLetter)
+    dead_letters = derived.model_admin(DeadLetter)
     if dead_letters is None:
         return Abilities()
     return Abilities(

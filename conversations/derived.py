@@ -90,14 +90,16 @@ def derived_panels(conversation: Conversation, request: HttpRequest) -> list[Sho
 # --- Links: only to the pages the request's user may open -------------------------------------------
 
 
-def _model_admin(model: type[Model]) -> admin.ModelAdmin | None:
+def model_admin(model: type[Model]) -> admin.ModelAdmin | None:
+    """The admin site's ``ModelAdmin`` of ``model``, whose permission checks say what a user may open
+    (None: not in the admin)."""
     return admin.site._registry.get(model)
 
 
 def change_url(request: HttpRequest, obj: Model) -> str | None:
     """The admin page of ``obj`` (a row of the conversation's tenant), or None when the user may not open it."""
-    model_admin = _model_admin(type(obj))
-    if model_admin is None or not model_admin.has_view_or_change_permission(request, obj):
+    registered = model_admin(type(obj))
+    if registered is None or not registered.has_view_or_change_permission(request, obj):
         return None
     opts = obj._meta
     try:
@@ -111,8 +113,8 @@ def changelist_url(request: HttpRequest, model: type[Model], tenant_id: int, **f
     the user may not open it. An operator's lists hold their tenant's rows only; a superuser's list is
     narrowed to the tenant too (by its tenant filter), or a user id would find the same id's rows of
     every tenant."""
-    model_admin = _model_admin(model)
-    if model_admin is None or not model_admin.has_view_or_change_permission(request):
+    registered = model_admin(model)
+    if registered is None or not registered.has_view_or_change_permission(request):
         return None
     if request.user.is_superuser:
         filters = {"tenant__id__exact": tenant_id, **filters}
@@ -199,8 +201,8 @@ def join(*parts: str) -> SafeString:
     return format_html_join("", "{}", ((part,) for part in parts if part))
 
 
-def when(value: Any) -> SafeString:
-    """A time as the panels show it: UTC to the minute, to the second in the title."""
+def when(value: Any, shown: str = "%Y-%m-%d %H:%M") -> SafeString:
+    """A time as the panels show it: UTC to the minute (``shown``), to the second in the title."""
     if value is None:
         return format_html("{}", "—")
     utc = value.astimezone(UTC)
@@ -208,7 +210,7 @@ def when(value: Any) -> SafeString:
         '<time datetime="{}" title="{} UTC">{}</time>',
         utc.isoformat(),
         utc.strftime("%Y-%m-%d %H:%M:%S"),
-        utc.strftime("%Y-%m-%d %H:%M"),
+        utc.strftime(shown),
     )
 
 
@@ -252,12 +254,5 @@ def when_span(first: Place, last: Place) -> SafeString:
     """The times of two messages, the second without its day when it is the first's."""
     if first.at is None or last.at is None or first.at == last.at:
         return when(first.at if first.at is not None else last.at)
-    start, end = first.at.astimezone(UTC), last.at.astimezone(UTC)
-    shown_end = end.strftime("%H:%M") if start.date() == end.date() else end.strftime("%Y-%m-%d %H:%M")
-    return format_html(
-        "{} to {}",
-        when(start),
-        format_html(
-            '<time datetime="{}" title="{} UTC">{}</time>', end.isoformat(), end.strftime("%Y-%m-%d %H:%M:%S"), shown_end
-        ),
-    )
+    same_day = first.at.astimezone(UTC).date() == last.at.astimezone(UTC).date()
+    return format_html("{} to {}", when(first.at), when(last.at, "%H:%M") if same_day else when(last.at))

@@ -439,7 +439,8 @@ def test_a_backlog_younger_than_a_second_and_samples_taken_together_read_as_word
     }
     samples = [{"taken_at": taken, "figures": figures}, {"taken_at": taken, "figures": figures}]
 
-    shown = {figure.label: figure for figure in console_selectors._figures(samples, {}, broker=None, slug=None)}
+    paired = console_selectors._with_intervals(samples, slug=None)
+    shown = {figure.label: figure for figure in console_selectors._figures(paired, {}, broker=None, slug=None)}
 
     assert shown["Embedding backlog"].value == "4"
     assert shown["Embedding backlog"].detail == "the oldest waiting for 0 s"
