@@ -52,6 +52,13 @@ TRANSCRIPT_PAGE_SIZE = 100
 SEARCH_LIMIT = 1000  # conversations per kind of match in one admin search
 
 
+def transcript_url(*, conversation_pk: int, position: int, seq: int) -> str:
+    """The conversation's transcript at one message: the page holding its ``position`` (1 for the
+    oldest), anchored at it (``#seq-<seq>``, the anchor each row of the transcript carries)."""
+    page = max(1, -(-position // TRANSCRIPT_PAGE_SIZE))
+    return reverse("admin:conversations_conversation_change", args=[conversation_pk]) + f"?page={page}#seq-{seq}"
+
+
 def _log_many(request: HttpRequest, objects: list, message: str, flag: int = CHANGE) -> None:
     """One admin log entry per object, written in one query."""
     if objects:

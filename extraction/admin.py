@@ -41,7 +41,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from conversations import derived
-from conversations.admin import TRANSCRIPT_PAGE_SIZE
+from conversations.admin import transcript_url
 from conversations.models import Conversation, Message
 from core.exceptions import MemoryServiceError
 from core.forms import StorableModelForm
@@ -134,8 +134,7 @@ def _source_messages_read(memories: list[Memory]) -> None:
     )
     stored = []
     for message_id, conversation_pk, conversation_id, seq, role, created_at, preview, position in rows:
-        page = -(-position // TRANSCRIPT_PAGE_SIZE)
-        url = reverse("admin:conversations_conversation_change", args=[conversation_pk]) + f"?page={page}#seq-{seq}"
+        url = transcript_url(conversation_pk=conversation_pk, position=position, seq=seq)
         message = SourceMessage(
             message_id, conversation_id, seq, position, role, created_at, _preview(preview, MESSAGE_PREVIEW_CHARS), url
         )

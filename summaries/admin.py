@@ -12,13 +12,12 @@ Both show the messages a summary covers by their place in the conversation and t
 from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
-from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 
 from conversations import derived
-from conversations.admin import TRANSCRIPT_PAGE_SIZE
+from conversations.admin import transcript_url
 from conversations.models import Conversation, Message
 from summaries.models import Summary
 from tenants.admin import TenantScopedAdmin
@@ -55,12 +54,10 @@ class SummaryAdmin(TenantScopedAdmin):
         conversation = summary.conversation
         places, total = derived.message_places(conversation, [summary.first_seq, summary.last_seq])
         first, last = places[summary.first_seq], places[summary.last_seq]
-        page = reverse("admin:conversations_conversation_change", args=[conversation.pk])
 
         def at(place: derived.Place, seq: int) -> SafeString:
-            # The transcript's page holding the message, anchored at it (the anchor is not shown).
-            page_number = max(1, -(-place.position // TRANSCRIPT_PAGE_SIZE))
-            return format_html('<a href="{}?page={}#seq-{}">{}</a>', page, page_number, seq, place.position)
+            url = transcript_url(conversation_pk=conversation.pk, position=place.position, seq=seq)
+            return format_html('<a href="{}">{}</a>', url, place.position)
 
         if first.position == last.position:
             return format_html("Message {} of {}, {}", at(first, summary.first_seq), total, derived.when_span(first, last))
