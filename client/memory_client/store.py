@@ -139,9 +139,7 @@ class ServiceStore(BaseStore):
                 if not self._refused_page(error, sent):
                     raise
                 continue
-            return [
-                self._result(answer, operation) for answer, operation in zip(_joined(answers, counts), operations, strict=True)
-            ]
+            return self._results(answers, counts, operations)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         operations = [self._operation(op) for op in ops]
@@ -153,9 +151,11 @@ class ServiceStore(BaseStore):
                 if not self._refused_page(error, sent):
                     raise
                 continue
-            return [
-                self._result(answer, operation) for answer, operation in zip(_joined(answers, counts), operations, strict=True)
-            ]
+            return self._results(answers, counts, operations)
+
+    def _results(self, answers: list[Any], counts: list[int], operations: list[dict[str, Any]]) -> list[Result]:
+        """The result of each of ``operations`` from the answers to what ``_in_pages`` sent of them."""
+        return [self._result(answer, operation) for answer, operation in zip(_joined(answers, counts), operations, strict=True)]
 
     def _refused_page(self, error: MemoryServiceError, sent: list[dict[str, Any]]) -> bool:
         """Whether the service refused an operation of ``sent`` as a page of more items than it
@@ -235,8 +235,7 @@ def _in_pages(operations: list[dict[str, Any]], page_size: Callable[[int], int])
     counts: list[int] = []
     for operation in operations:
         limit = operation.get("limit") if operation["op"] in _PAGED else None
-        size = limit if limit is None else page_size(limit)
-        if limit is None or size is None or size >= limit:
+        if limit is None or (size := page_size(limit)) >= limit:
             sent.append(operation)
             counts.append(1)
             continue

@@ -8,8 +8,9 @@ create (the tenant, its API key) is committed and visible to those processes.
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+import httpx
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -42,34 +43,33 @@ def loopback_model_servers_allowed(settings: Any) -> None:
     settings.MEMORY_EGRESS_ALLOWED_NETWORKS = [LOOPBACK_ALLOWED]
 
 
-@pytest.fixture
-def web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
-    """A running gunicorn (started once, started again after a test killed it)."""
+def running_web(
+    web_servers: dict[str, WebServer], worker_env: dict[str, str], name: str, *, workers: int = 2, **limits: int
+) -> WebServer:
+    """The session's gunicorn ``name``, running (started once, started again after a test killed it),
+    with these lower ``MEMORY_*`` limits, on the same database."""
     environment = {**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": LOOPBACK_ALLOWED}
-    server = web_servers.setdefault("main", WebServer(env=environment, name="main"))
+    environment |= {setting: str(value) for setting, value in limits.items()}
+    server = web_servers.setdefault(name, WebServer(env=environment, name=name, workers=workers))
     if not server.running:
         server.start()
     return server
+
+
+@pytest.fixture
+def web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
+    """A running gunicorn (started once, started again after a test killed it)."""
+    return running_web(web_servers, worker_env, "main")
 
 
 # MEMORY_MAX_BATCH of ``small_batch_web``: a service whose operator lowered it below the clients' 100.
 SMALL_BATCH = 3
 
 
-def limited_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], name: str, **limits: int) -> WebServer:
-    """A running gunicorn of one worker with these lower ``MEMORY_*`` limits, on the same database."""
-    environment = {**worker_env, "MEMORY_EGRESS_ALLOWED_NETWORKS": LOOPBACK_ALLOWED}
-    environment |= {setting: str(value) for setting, value in limits.items()}
-    server = web_servers.setdefault(name, WebServer(env=environment, name=name, workers=1))
-    if not server.running:
-        server.start()
-    return server
-
-
 @pytest.fixture
 def small_batch_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
     """A running gunicorn that takes at most SMALL_BATCH items per request, on the same database."""
-    return limited_web(web_servers, worker_env, "small-batch", MEMORY_MAX_BATCH=SMALL_BATCH)
+    return running_web(web_servers, worker_env, "small-batch", workers=1, MEMORY_MAX_BATCH=SMALL_BATCH)
 
 
 # MEMORY_MAX_PAGE_SIZE of ``small_page_web``: a service answering fewer items per page than the
@@ -80,7 +80,40 @@ SMALL_PAGE = 4
 @pytest.fixture
 def small_page_web(web_servers: dict[str, WebServer], worker_env: dict[str, str], transactional_db: Any) -> WebServer:
     """A running gunicorn that answers at most SMALL_PAGE items per page, on the same database."""
-    return limited_web(web_servers, worker_env, "small-page", MEMORY_MAX_PAGE_SIZE=SMALL_PAGE)
+    return running_web(web_servers, worker_env, "small-page", workers=1, MEMORY_MAX_PAGE_SIZE=SMALL_PAGE)
+
+
+class Recorder(Protocol):
+    def record(self, request: httpx.Request) -> None: ...
+
+
+class RecordingTransport(httpx.HTTPTransport):
+    """httpx's transport, showing ``recorder`` every request before sending it."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.recorder.record(request)
+        return super().handle_request(request)
+
+
+class AsyncRecordingTransport(httpx.AsyncHTTPTransport):
+    """httpx's async transport, showing ``recorder`` every request before sending it."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.recorder.record(request)
+        return await super().handle_async_request(request)
+
+
+def recording_transports(recorder: Recorder) -> dict[str, Any]:
+    """``MemoryClient``'s transports, sync and async, showing ``recorder`` every request."""
+    return {"transport": RecordingTransport(recorder), "async_transport": AsyncRecordingTransport(recorder)}
 
 
 @dataclass

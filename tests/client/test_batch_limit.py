@@ -21,7 +21,7 @@ from memory_client.http import MAX_BATCH
 from memory_client.store import ServiceStore
 from store.models import StoreItem
 from tenants import services as tenant_services
-from tests.client.conftest import SMALL_BATCH, wait_for_a_quiet_service
+from tests.client.conftest import SMALL_BATCH, recording_transports, wait_for_a_quiet_service
 from tests.faults import CeleryWorker, WebServer, wait_until
 
 SERVICE_LIMIT = SMALL_BATCH
@@ -39,33 +39,12 @@ class Counting:
         self.sizes.append(None if batch is None else len(batch))
 
 
-class CountingTransport(httpx.HTTPTransport):
-    def __init__(self, counting: Counting) -> None:
-        super().__init__()
-        self.counting = counting
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.counting.record(request)
-        return super().handle_request(request)
-
-
-class AsyncCountingTransport(httpx.AsyncHTTPTransport):
-    def __init__(self, counting: Counting) -> None:
-        super().__init__()
-        self.counting = counting
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.counting.record(request)
-        return await super().handle_async_request(request)
-
-
 @pytest.fixture
 def small_batches(small_batch_web: WebServer, worker: CeleryWorker, tenant: Any) -> Iterator[tuple[MemoryClient, Counting]]:
     """A client of a service that takes at most SERVICE_LIMIT items per request, and its counts."""
     _, key = tenant_services.api_key_create(tenant=tenant, name="small-batches")
     counting = Counting()
-    transports = {"transport": CountingTransport(counting), "async_transport": AsyncCountingTransport(counting)}
-    with MemoryClient(small_batch_web.url, key, **transports) as client:
+    with MemoryClient(small_batch_web.url, key, **recording_transports(counting)) as client:
         yield client, counting
     wait_for_a_quiet_service(worker)
 

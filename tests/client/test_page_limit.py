@@ -19,8 +19,7 @@ from memory_client import BadRequest, MemoryClient
 from memory_client.langgraph import PAGE_SIZE, ServiceCheckpointSaver
 from memory_client.store import ServiceStore
 from tenants import services as tenant_services
-from tests.client.conftest import SMALL_PAGE, busy_database_sessions
-from tests.client.test_batch_limit import AsyncCountingTransport, CountingTransport
+from tests.client.conftest import SMALL_PAGE, busy_database_sessions, recording_transports
 from tests.faults import WebServer, wait_until
 
 
@@ -42,8 +41,7 @@ def small_pages(small_page_web: WebServer, tenant: Any) -> Iterator[tuple[Memory
     """A client of a service that answers at most SMALL_PAGE items per page, and what it asked."""
     _, key = tenant_services.api_key_create(tenant=tenant, name="small-pages")
     asked = Asked()
-    transports = {"transport": CountingTransport(asked), "async_transport": AsyncCountingTransport(asked)}
-    with MemoryClient(small_page_web.url, key, **transports) as client:
+    with MemoryClient(small_page_web.url, key, **recording_transports(asked)) as client:
         yield client, asked
     wait_until(lambda: busy_database_sessions() == 0, message="the service's database sessions to finish")
 
