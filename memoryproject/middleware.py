@@ -35,6 +35,7 @@ import sys
 import uuid
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 import structlog
 from django.conf import settings
@@ -44,7 +45,7 @@ from django.contrib.sessions import middleware as sessions_middleware
 from django.core.exceptions import PermissionDenied
 from django.core.handlers.wsgi import LimitedStream
 from django.core.signals import got_request_exception
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse
 from django.middleware import common
 from django.utils.functional import SimpleLazyObject
 
@@ -211,10 +212,8 @@ def request_line(request: HttpRequest) -> str:
     nothing about anyone (``LOGGED_PARAMETERS``); every value when MEMORY_LOG_CONTENT is on."""
     if settings.MEMORY_LOG_CONTENT or not request.GET:
         return f"{request.method} {request.get_full_path()}"
-    shown = QueryDict(mutable=True)
-    for name, values in request.GET.lists():
-        shown.setlist(name, values if name in LOGGED_PARAMETERS else ["..."] * len(values))
-    return f"{request.method} {request.get_full_path().partition('?')[0]}?{shown.urlencode()}"
+    shown = [(name, value if name in LOGGED_PARAMETERS else "...") for name, values in request.GET.lists() for value in values]
+    return f"{request.method} {request.get_full_path().partition('?')[0]}?{urlencode(shown)}"
 
 
 def user_id(request: HttpRequest) -> Any:
