@@ -14,6 +14,21 @@ the ``openai`` client under it) to use it as ``base_url``:
   ``stream_options.include_usage`` asks for it. A responder that raises ``ModelError(status,
   message)`` is answered that status with an OpenAI error body (the client raises its own exception
   for it: ``InternalServerError``, ``RateLimitError``...); one that sleeps makes the client time out.
+* ``POST /v1/embeddings``: the vectors of ``input`` (a text or a list) by the service's own local model
+  (all-MiniLM-L6-v2, 384 dimensions, the vectors ``search.embeddings`` computes in process), whatever
+  ``model`` is asked; a ``dimensions`` other than 384 is answered 400, as a model that cannot shorten
+  its vectors answers. The request's model's script applies here too: ``status`` (with
+  ``"retry_after": seconds`` for a ``Retry-After`` header), ``sleep``, ``answer`` (sent as the body,
+  to answer garbage) and ``"dimensions": n`` (vectors of the wrong length). Each request is recorded
+  with its ``authorization`` header, so a test sees which texts and which key reached the server.
+* ``POST /rerank`` (Text Embeddings Inference's format: ``query``, ``texts``, answered ``[{"index",
+  "score"}, ...]`` best first) and ``POST /v1/rerank`` (Cohere's: ``model``, ``query``, ``documents``,
+  ``top_n``, answered ``{"results": [{"index", "relevance_score"}, ...]}``): scored by word overlap
+  (``overlap_scores``: the share of the query's words a text holds; equal scores in the order sent),
+  unless the script of the model (``rerank`` for TEI, which names none; the body's ``model`` for
+  Cohere's) says otherwise: ``status``, ``sleep``, and ``answer`` sent as the body, which is how a test
+  fixes the order (``[{"index": 2, "score": 0.9}, ...]``) or answers garbage. Each request is recorded
+  with its ``path`` and ``authorization`` header.
 * ``GET /v1/models``: the models the script names, and ``scripted``.
 * ``.url`` is the base URL (ending in ``/v1``), ``.requests`` the bodies received (a copy, in
   order), ``.served()`` the calls, errors and tokens per model; ``stop()`` (or leaving the ``with``
@@ -44,14 +59,16 @@ responder (``benchmarks.extraction.locomo_responder``), the stand-in for a good 
 
     .venv/bin/python -m benchmarks.model_server [--port 8765] [--locomo PATH/TO/locomo10-dev.json]
 
-No Django: ``conversations.tokens`` counts with tiktoken alone, so the server runs anywhere the
-repository's packages are installed.
+No Django for chat: ``conversations.tokens`` counts with tiktoken alone, so the server runs anywhere the
+repository's packages are installed. Embeddings load the service's model, with the service's settings
+(``memoryproject.settings.local`` unless ``DJANGO_SETTINGS_MODULE`` says otherwise) on the first request.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -98,13 +115,16 @@ class Step:
     message: str = "The scripted model server failed, as its script says."
     sleep: float = 0.0
     times: int = 1
+    # Embeddings: a failing step's Retry-After header (seconds), and vectors of the wrong length.
+    retry_after: float | None = None
+    dimensions: int | None = None
 
     @classmethod
     def read(cls, value: Any) -> Step:
         """A step from its JSON form, or ValueError naming what is wrong."""
         if not isinstance(value, Mapping):
             raise ValueError(f"A step is a JSON object, not {value!r}.")
-        unknown = set(value) - {"answer", "status", "message", "sleep", "times"}
+        unknown = set(value) - {"answer", "status", "message", "sleep", "times", "retry_after", "dimensions"}
         if unknown:
             raise ValueError(
                 f"Unknown keys {sorted(unknown)} in step {dict(value)!r}: a step has answer, status, message, sleep, times."
@@ -126,7 +146,23 @@ class Step:
         message = value.get("message", cls.message)
         if not isinstance(message, str):
             raise ValueError(f"A step's message is text, not {message!r}.")
-        return cls(answer=answer, status=status, message=message, sleep=float(sleep), times=times)
+        retry_after = value.get("retry_after")
+        if retry_after is not None and (
+            isinstance(retry_after, bool) or not isinstance(retry_after, int | float) or retry_after < 0
+        ):
+            raise ValueError(f"A step's retry_after is a number of seconds, not {retry_after!r}.")
+        dimensions = value.get("dimensions")
+        if dimensions is not None and (isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1):
+            raise ValueError(f"A step's dimensions is a vector length (a positive whole number), not {dimensions!r}.")
+        return cls(
+            answer=answer,
+            status=status,
+            message=message,
+            sleep=float(sleep),
+            times=times,
+            retry_after=None if retry_after is None else float(retry_after),
+            dimensions=dimensions,
+        )
 
     def json(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"times": self.times}
@@ -136,6 +172,10 @@ class Step:
             shown |= {"status": self.status, "message": self.message}
         if self.answer is not None:
             shown["answer"] = self.answer
+        if self.retry_after is not None:
+            shown["retry_after"] = self.retry_after
+        if self.dimensions is not None:
+            shown["dimensions"] = self.dimensions
         return shown
 
 
@@ -199,6 +239,47 @@ def script_set(url: str, *, model: str, steps: Sequence[Mapping[str, Any]], time
             return
     except urllib_request.HTTPError as error:
         raise ValueError(f"{control} refused the script: {error.read().decode(errors='replace')}") from None
+
+
+# --- Embeddings ----------------------------------------------------------------------------------
+
+LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+LOCAL_EMBEDDING_DIMENSIONS = 384
+_encoder_lock = threading.Lock()
+
+
+def local_embeddings(texts: list[str]) -> list[list[float]]:
+    """The service's own local model's vectors of ``texts`` (``search.embeddings``): a server of the same
+    model as the embedded default, so vectors fetched over HTTP are the ones computed in process."""
+    with _encoder_lock:
+        from django.apps import apps
+
+        if not apps.ready:  # the command: the model reads its settings (threads) from the service's
+            import os
+
+            import django
+
+            os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryproject.settings.local")
+            django.setup()
+        from search import embeddings
+
+        return embeddings.embed_documents(embeddings.LOCAL_MODEL, texts).tolist()
+
+
+# --- Reranking -----------------------------------------------------------------------------------
+
+# The name a rerank request is scripted and counted under when it names no model (TEI's format never does).
+RERANK_MODEL = "rerank"
+_WORD = re.compile(r"\w+")
+
+
+def overlap_scores(query: str, texts: Sequence[str]) -> list[float]:
+    """A deterministic stand-in for a cross-encoder: the share of the query's distinct words (case aside)
+    that each text holds, between 0 and 1."""
+    asked = {word.lower() for word in _WORD.findall(query)}
+    if not asked:
+        return [0.0 for _ in texts]
+    return [round(len(asked & {word.lower() for word in _WORD.findall(text)}) / len(asked), 6) for text in texts]
 
 
 # --- Counting -------------------------------------------------------------------------------------
@@ -323,6 +404,10 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
                 return self._error(400, str(error), "invalid_request_error")
             if path == "/v1/chat/completions":
                 return self._complete(body)
+            if path == "/v1/embeddings":
+                return self._embed(body)
+            if path in ("/rerank", "/v1/rerank"):
+                return self._rerank(body, path=path)
             if path == "/script" and isinstance(server.responder, ScriptedResponder):
                 model, steps = body.get("model"), body.get("steps")
                 if not isinstance(model, str) or not model or not isinstance(steps, list):
@@ -372,6 +457,69 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop", "logprobs": None}
             self._json(200, head | {"object": "chat.completion", "choices": [choice], "usage": usage})
 
+        def _embed(self, body: dict[str, Any]) -> None:
+            server._record(body | {"authorization": self.headers.get("Authorization", "")})
+            model = str(body.get("model") or LOCAL_EMBEDDING_MODEL)
+            texts = body.get("input")
+            texts = [texts] if isinstance(texts, str) else texts
+            if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
+                server._count(model, None)
+                return self._error(400, "input must be a text or a non-empty list of texts.", "invalid_request_error")
+            step = server.responder._next(model) if isinstance(server.responder, ScriptedResponder) else None
+            if step is not None and step.sleep:
+                server.responder._closed.wait(step.sleep)
+            if step is not None and step.status is not None:
+                server._count(model, None)
+                headers = {"Retry-After": f"{step.retry_after:g}"} if step.retry_after is not None else {}
+                kind = "server_error" if step.status >= 500 else "invalid_request_error"
+                return self._error(step.status, step.message, kind, headers=headers)
+            if step is not None and step.answer is not None:  # whatever the script says, as the body
+                server._count(model, {"prompt_tokens": 0, "completion_tokens": 0})
+                return self._send(200, step.answer.encode(), "application/json")
+            asked = body.get("dimensions")
+            if asked is not None and asked != LOCAL_EMBEDDING_DIMENSIONS and (step is None or step.dimensions is None):
+                server._count(model, None)
+                message = (
+                    f"{model} answers vectors of {LOCAL_EMBEDDING_DIMENSIONS} dimensions; it cannot shorten them to {asked}."
+                )
+                return self._error(400, message, "invalid_request_error")
+            vectors = local_embeddings(texts)
+            if step is not None and step.dimensions is not None:  # the wrong length, as the script says
+                vectors = [(vector * (step.dimensions // len(vector) + 1))[: step.dimensions] for vector in vectors]
+            used = sum(tokens.count(text) for text in texts)
+            server._count(model, {"prompt_tokens": used, "completion_tokens": 0})
+            data = [{"object": "embedding", "index": index, "embedding": vector} for index, vector in enumerate(vectors)]
+            usage = {"prompt_tokens": used, "total_tokens": used}
+            self._json(200, {"object": "list", "data": data, "model": model, "usage": usage})
+
+        def _rerank(self, body: dict[str, Any], *, path: str) -> None:
+            """TEI's ``/rerank`` or the Cohere-style ``/v1/rerank``: scores by the script, else by word overlap."""
+            server._record(body | {"path": path, "authorization": self.headers.get("Authorization", "")})
+            tei = path == "/rerank"
+            model = RERANK_MODEL if tei else str(body.get("model") or RERANK_MODEL)
+            query, texts = body.get("query"), body.get("texts" if tei else "documents")
+            if not isinstance(query, str) or not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+                server._count(model, None)
+                field = "texts" if tei else "documents"
+                return self._error(400, f"Send a query and {field}, a list of texts.", "invalid_request_error")
+            step = server.responder._next(model) if isinstance(server.responder, ScriptedResponder) else None
+            if step is not None and step.sleep:
+                server.responder._closed.wait(step.sleep)
+            if step is not None and step.status is not None:
+                server._count(model, None)
+                return self._error(step.status, step.message, "server_error" if step.status >= 500 else "invalid_request_error")
+            server._count(model, {"prompt_tokens": 0, "completion_tokens": 0})
+            if step is not None and step.answer is not None:  # a fixed order, or garbage: the script's body
+                return self._send(200, step.answer.encode(), "application/json")
+            scores = overlap_scores(query, texts)
+            order = sorted(range(len(texts)), key=lambda index: (-scores[index], index))
+            if tei:
+                return self._send(200, json.dumps([{"index": i, "score": scores[i]} for i in order]).encode(), "application/json")
+            top_n = body.get("top_n")
+            kept = order[:top_n] if isinstance(top_n, int) and not isinstance(top_n, bool) and top_n > 0 else order
+            results = [{"index": index, "relevance_score": scores[index]} for index in kept]
+            self._json(200, {"id": f"rerank-{len(server.requests)}", "results": results})
+
         def _stream(self, head: dict[str, Any], answer: str, usage: dict[str, int] | None) -> None:
             chunk = head | {"object": "chat.completion.chunk"}
             events = [
@@ -383,17 +531,20 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             payload = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
             self._send(200, payload.encode(), "text/event-stream")
 
-        def _error(self, status: int, message: str, kind: str) -> None:
-            self._json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
+        def _error(self, status: int, message: str, kind: str, *, headers: Mapping[str, str] | None = None) -> None:
+            error = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+            self._send(status, json.dumps(error).encode(), "application/json", headers=headers)
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
             self._send(status, json.dumps(payload).encode(), "application/json")
 
-        def _send(self, status: int, data: bytes, content_type: str) -> None:
+        def _send(self, status: int, data: bytes, content_type: str, *, headers: Mapping[str, str] | None = None) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
             except ConnectionError:  # the client gave up (its timeout) before the answer

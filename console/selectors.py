@@ -29,6 +29,9 @@ Contract
   connected (stopped since, killed or lost), never "reconnecting" on the strength of a recent beat.
 * A figure and its chart show the same latest value (``_latest``), with the time it was read when
   it is not the newest sample's; a figure that cannot be read says why, and what would fill it.
+* The reranker (``search.rerank``): whether one is configured, whether its breaker is open, and its
+  calls of this hour and the last with their mean latency, read from Redis without calling it: the
+  deployment's reranker for the deployment scope, the tenant's own reranker and calls for its tenant.
 """
 
 from collections.abc import Callable, Sequence
@@ -50,6 +53,7 @@ from console.tasks import SAMPLE_SECONDS
 from conversations.models import CacheRepair, DeadLetter
 from conversations.selectors import broker_status
 from core.charts import line_chart, number
+from search.rerank import reranker_state
 from tenants.models import Tenant
 
 # The charts' span, on a grid of one slot per sample: a slot with no sample is a gap.
@@ -259,6 +263,7 @@ def health_report(
     paired = _with_intervals(samples, slug=report.tenant)  # each sample with its interval, read once
     if scope != Scope.ENGINES:
         report.figures = _figures(paired, counts, broker=broker, slug=report.tenant)
+        report.figures.extend(_reranker_figures(tenant))
         report.charts = _charts(paired, slug=report.tenant, now=now)
     report.problems = _problems(report, paired=paired, counts=counts, heard=heartbeats or [], now=now)
     return report
@@ -524,6 +529,36 @@ def _interval_figure(
     since = "" if reading.newest else f"; no {none} since"
     detail = f"{number(reading.interval[key])} {noun} {_over(reading.sample, reading.interval)}{since}"
     return Figure(label, shown(reading), detail, kind)
+
+
+def _reranker_figures(tenant: Tenant | None) -> list[Figure]:
+    """The reranker's state and recent calls (see the module's contract)."""
+    state = reranker_state(tenant)
+    if not state.configured:
+        return [Figure("Reranker", "off", "MEMORY_RERANK_URL is not set: searches answer the hybrid order")]
+    named = " ".join(part for part in (state.api, state.model) if part)
+    if state.tenant_url:
+        named += ", at the tenant's own URL"
+    if state.breaker_open:
+        status = Figure(
+            "Reranker",
+            "not called",
+            f"{named}: it failed ({state.breaker_reason}); tried again in {_duration(state.breaker_seconds_left)}",
+            "warning",
+        )
+    else:
+        status = Figure("Reranker", "on", named)
+    recent = state.recent
+    if recent is None:
+        return [status, Figure("Rerank calls", "unknown", "Redis does not answer")]
+    latency = f", {number(recent.mean_milliseconds)} ms on average" if recent.mean_milliseconds is not None else ""
+    calls = Figure(
+        "Rerank calls",
+        f"{number(recent.ok)} answered / {number(recent.failed)} failed",
+        f"this hour and the last{latency}; {number(recent.skipped)} searches skipped it while its breaker was open",
+        "warning" if recent.failed else "",
+    )
+    return [status, calls]
 
 
 def _figures(

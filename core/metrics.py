@@ -30,6 +30,17 @@ replica_reads = Counter(
 replica_state_changes = Counter(
     "memory_replica_state_changes_total", "The read replica found down, or answering again, by this process.", ["state"]
 )
+# The model servers a deployment runs (embeddings: ``search.remote``): what each call cost and how it ended
+# (ok; failed: an error, a timeout or an answer that is not what was asked; refused: the breaker was open).
+model_server_calls = Counter(
+    "memory_model_server_calls_total", "Calls to a model server (embeddings), by kind and outcome.", ["kind", "outcome"]
+)
+model_server_latency = Histogram(
+    "memory_model_server_seconds",
+    "Time of a call to a model server (retries included), by kind.",
+    ["kind"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
 
 
 def registry() -> CollectorRegistry:

@@ -14,6 +14,8 @@ Contract
   plus the share of a memory whose subject the question names (``MEMORY_SEARCH_SPEAKER_WEIGHT``) and
   of an event dated within a date the question gives (``MEMORY_SEARCH_DATE_WEIGHT``). A memory not
   embedded yet is ranked by its words alone; without the embedding model, by words alone.
+  ``memories_search_result`` (the API's) then has the tenant's reranker, if any, reorder the best
+  ``MEMORY_RERANK_TOP_N`` as a message search does (``search.rerank``), each given as "subject: text".
 * ``extraction_status``: whether extraction runs for the tenant, with which model, and when it does
   not, why (``reason``: ``disabled``, or ``no_model`` for a model that is not configured or that
   cannot be set up as configured, such as a tenant's own base URL without its credential).
@@ -22,7 +24,7 @@ Contract
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +38,7 @@ from conversations.models import Conversation, DeadLetter
 from core.exceptions import ServiceUnavailable
 from extraction.models import ExtractionUsage, Memory, MemoryChange
 from search import embeddings, ranking
+from search import rerank as search_rerank
 from search.query import read_query
 from tenants import chat_models
 from tenants.models import Tenant
@@ -115,17 +118,44 @@ def user_memories(*, tenant: Tenant, user_id: str, filters: MemoryFilters = Memo
     return memories.order_by("-updated_at", "-id")
 
 
+@dataclass
+class MemorySearchResult:
+    hits: list[MemoryHit]
+    # As a message search says them (``search.selectors.SearchResult``): whether the hits are in the
+    # reranker's order, which reranker was asked, and what could not be done as configured.
+    reranked: bool = False
+    rerank_model: str | None = None
+    notices: list[dict[str, str]] = field(default_factory=list)
+
+
 def memories_search(
     *, tenant: Tenant, user_id: str, query: str, top_k: int, filters: MemoryFilters = MemoryFilters()
 ) -> list[MemoryHit]:
-    """The ``top_k`` memories best matching ``query`` (see the module's contract), best first."""
+    """The ``top_k`` memories best matching ``query`` (see the module's contract), best first, in the
+    ranking's own order (no reranker)."""
+    return memories_search_result(tenant=tenant, user_id=user_id, query=query, top_k=top_k, filters=filters, rerank=False).hits
+
+
+def memories_search_result(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    query: str,
+    top_k: int,
+    filters: MemoryFilters = MemoryFilters(),
+    rerank: bool | None = None,
+) -> MemorySearchResult:
+    """``memories_search``, then the tenant's reranker (``search.rerank``), when it configures one and
+    ``rerank`` is not False, reorders the best ``MEMORY_RERANK_TOP_N`` given as "subject: text"."""
+    reranker = search_rerank.reranker_for(tenant) if rerank is not False else None
+    keep = max(top_k, reranker.top_n) if reranker is not None else top_k
     candidates = list(
         user_memories(tenant=tenant, user_id=user_id, filters=filters).values_list(
             "id", "subject", "valid_from", "created_at", "embedding", "embedding_model"
         )[:CANDIDATE_LIMIT]
     )
     if not candidates or not query.strip():
-        return []
+        return MemorySearchResult(hits=[], rerank_model=reranker.label if reranker is not None else None)
     subjects = {subject for _, subject, *_ in candidates}
     asked = read_query(query, speakers=subjects) if float(tenant.setting("MEMORY_SEARCH_SPEAKER_WEIGHT")) > 0 else None
     text = asked.text if asked is not None and asked.text.strip() else query
@@ -138,7 +168,7 @@ def memories_search(
     embedded = [index for index, row in enumerate(candidates) if row[4] is not None and row[5] == model]
     if model and embedded:
         try:
-            query_vector = embeddings.embed_query(model, text)
+            query_vector = embeddings.embed_query(model, text, tenant=tenant)
         except Exception as error:  # ranked by words alone rather than not at all
             logger.warning("memory_query_embedding_failed", tenant=tenant.slug, model=model, error=repr(error))
         else:
@@ -165,11 +195,25 @@ def memories_search(
         date=float(tenant.setting("MEMORY_SEARCH_DATE_WEIGHT")),
     )
     scores = ranking.fused(rows, weights, named=asked.speakers if asked else frozenset(), windows=asked.windows if asked else ())
-    ranked = ranking.top(rows, scores, top_k)
+    ranked = ranking.top(rows, scores, keep)
     found = {
         memory.pk: memory for memory in _shown(Memory.objects.for_tenant(tenant).filter(pk__in=[entry.key for entry in ranked]))
     }
-    return [MemoryHit(memory=found[entry.key], score=round(entry.score, 6)) for entry in ranked if entry.key in found]
+    hits = [MemoryHit(memory=found[entry.key], score=round(entry.score, 6)) for entry in ranked if entry.key in found]
+    result = MemorySearchResult(hits=hits)
+    if reranker is not None:
+        result.rerank_model = reranker.label
+        head = hits[: reranker.top_n]
+        outcome = search_rerank.rerank(
+            reranker, tenant=tenant, query=query, texts=[f"{hit.memory.subject}: {hit.memory.text}" for hit in head]
+        )
+        if outcome.order is not None:
+            result.hits = [head[index] for index in outcome.order] + hits[len(head) :]
+            result.reranked = bool(head)
+        elif outcome.notice is not None:
+            result.notices.append(outcome.notice)
+    result.hits = result.hits[:top_k]
+    return result
 
 
 def memory_get(*, tenant: Tenant, user_id: str, memory_id: uuid.UUID) -> Memory | None:

@@ -481,7 +481,7 @@ def memories_embed(*, tenant: Tenant, user_id: str) -> int:
     if not missing:
         return 0
     try:
-        matrix = embeddings.embed_documents(model, [f"{subject}: {text}" for _, subject, text in missing])
+        matrix = embeddings.embed_documents(model, [f"{subject}: {text}" for _, subject, text in missing], tenant=tenant)
     except Exception as error:  # found by its words until the next run embeds it
         logger.warning("memory_embedding_failed", tenant=tenant.slug, model=model, error=repr(error))
         return 0

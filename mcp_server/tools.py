@@ -48,6 +48,7 @@ from extraction.models import MemoryKind
 from facts import selectors as fact_selectors
 from facts import services as fact_services
 from facts.api import serializers as fact_serializers
+from memory import fused
 from memory.api import serializers as memory_serializers
 from memory.api.views import context_answer
 from search import selectors as search_selectors
@@ -248,13 +249,23 @@ def search_memory(
     else:
         user_id = _path("POST", "users/{user_id}/search/", user_id=user_id)["user_id"]
     # The endpoint's JSON body: its filters included; a conversation filter is "conversation_id" there.
-    parameters = search_serializers.SearchBodySerializer(data={"q": query, **_given(conversation_id=conversation_ids, **options)})
+    # The user search's body also takes include_memories (a conversation's refuses it, as its endpoint does).
+    body = {"q": query, **_given(conversation_id=conversation_ids, **options)}
+    if user_id is not None:
+        parameters = memory_serializers.UserSearchBodySerializer(data=body)
+    else:
+        parameters = search_serializers.SearchBodySerializer(data=body)
     parameters.is_valid(raise_exception=True)
     values = dict(parameters.validated_data)
+    include_memories, include_past = values.pop("include_memories", False), values.pop("include_past_memories", False)
     text = values.pop("q")
     if user_id is not None:
         values.setdefault("scope", "user")
     request = search_selectors.SearchRequest.for_tenant(tenant, query=text, **values)
+    if include_memories:
+        found = fused.user_search_fused(tenant=tenant, request=request, user_id=user_id, include_past=include_past)
+        usage_record(tenant=tenant, searches=1)
+        return memory_serializers.fused_answer(text, found)
     result = search_selectors.memory_search(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
     usage_record(tenant=tenant, searches=1)  # counted as the API's search endpoints count one
     return search_serializers.search_answer(text, result)
@@ -400,7 +411,8 @@ TOOLS = [
         name="search_memory",
         description="Search past messages for the ones most relevant to a query, best first: all conversations of a "
         "user (user_id), or one conversation (conversation_id; with scope auto, also the same user's other "
-        "conversations while it is short). Hybrid (semantic and keyword) by default.",
+        "conversations while it is short). Hybrid (semantic and keyword) by default. With user_id and "
+        "include_memories, the user's extracted memories rank with the turns, each result saying its kind.",
         input_schema=_schema(
             {
                 "query": {"type": "string", "description": "The words or question to search for."},
@@ -423,6 +435,15 @@ TOOLS = [
                 "metadata": {
                     "type": "object",
                     "description": 'Message metadata, top-level keys: a value, or {"in": [values]}.',
+                },
+                "include_memories": {
+                    "type": "boolean",
+                    "description": "With user_id: rank the user's extracted memories with the turns (results of kind "
+                    "turn or memory; a memory names the turns it was read from, a turn the memories read from it).",
+                },
+                "include_past_memories": {
+                    "type": "boolean",
+                    "description": "With include_memories: also memories taken back (valid_to set).",
                 },
             },
             required=["query"],

@@ -8,7 +8,11 @@ conversation and speaker; ``filters``, the search filters of ``search.filters``,
 find), the recent messages (the last 6 question/answer pairs), the newest summaries (``summaries``),
 the user's facts (``memories``), the user's current extracted memories best matching the query
 (``extracted_memories``, up to ``EXTRACTED``, with their kind, subject and date) and the query
-embedding's dimension. Beside the bundle it answers
+embedding's dimension. When the tenant extracts (``MEMORY_EXTRACTION_ENABLED``), the relevant turns
+and the memories are ranked together (``memory.fused``): a turn read into a memory that matches the
+query rises, the memories follow their place in that ranking, each with its ``fused_score``, and
+``ranking`` holds the best ``top_k`` of both kinds (``{"kind": "turn", "message_id", "score"}`` or
+``{"kind": "memory", "memory_id", "score"}``; empty otherwise). Beside the bundle it answers
 the deeper list the context spends its budget on: up to ``RELEVANT_MESSAGES`` hits, the best
 ``WITH_NEIGHBOURS`` with the turns just before and after them.
 
@@ -41,6 +45,7 @@ from core.exceptions import NotFound
 from core.replica import read_connection
 from extraction.selectors import memories_for_context
 from facts.selectors import facts_for_context
+from memory import fused
 from search.embeddings import EmbeddingModelError, speaker_of
 from search.filters import SearchFilters
 from search.selectors import SearchRequest, admitted, memory_search
@@ -148,6 +153,9 @@ def memory_bundle(
         except (DatabaseError, EmbeddingModelError) as error:
             logger.warning("extracted_memories_unavailable", tenant=tenant.slug, error=repr(error))
             unavailable.append("extracted_memories")
+    ranking: list[dict[str, Any]] = []
+    if similar and extracted and tenant.setting("MEMORY_EXTRACTION_ENABLED"):
+        similar, extracted, ranking = _fused(similar, extracted, in_order=getattr(result, "reranked", False))
     relevant = similar[: max(wanted, RELEVANT_MESSAGES)]
     if relevant:
         try:
@@ -162,10 +170,42 @@ def memory_bundle(
         ),
         "memories": facts,
         "extracted_memories": extracted,
+        "ranking": ranking[:wanted],
         "query_embedding_dim": dimensions,
         "unavailable": unavailable,
+        # What the search could not do (``search.selectors.SearchResult.notices``): ranked by words while
+        # the query could not be embedded, the hybrid order while the reranker failed.
+        "notices": list(result.notices) if result is not None else [],
     }
     return bundle, relevant
+
+
+def _fused(
+    similar: list[dict[str, Any]], extracted: list[dict[str, Any]], *, in_order: bool
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The relevant turns and the memories each in their order in one ranking of both
+    (``memory.fused.fused_order``): a turn rises with the memories read from it. Each gains its
+    ``fused_score``; the memories no search found (the newest, filling the list) stay last, in their
+    order. Also the ranking itself: ``{"kind": "turn", "message_id", "score"}`` or ``{"kind":
+    "memory", "memory_id", "score"}``, best first. ``in_order``: the turns are in a reranker's order,
+    not their scores' (``memory.fused.standing``)."""
+    found = [memory for memory in extracted if memory["score"] is not None]
+    turn_scores = fused.standing(len(similar)) if in_order else [item["score"] for item in similar]
+    order = fused.fused_order(
+        turns=[(item["message_id"], score) for item, score in zip(similar, turn_scores, strict=True)],
+        memories=[(memory["memory_id"], memory["message_ids"], memory["score"]) for memory in found],
+        top_k=len(similar) + len(found),
+    )
+    scores = {(kind, key): score for kind, key, score in order}
+    turns = sorted(similar, key=lambda item: -scores[("turn", item["message_id"])])
+    memories = sorted(found, key=lambda memory: -scores[("memory", memory["memory_id"])])
+    memories += [memory for memory in extracted if memory["score"] is None]
+    for item in turns:
+        item["fused_score"] = scores[("turn", item["message_id"])]
+    for memory in memories:
+        memory["fused_score"] = scores.get(("memory", memory["memory_id"]))
+    ranking = [{"kind": kind, "message_id" if kind == "turn" else "memory_id": key, "score": score} for kind, key, score in order]
+    return turns, memories, ranking
 
 
 def _with_neighbours(*, tenant: Tenant, hits: list[dict[str, Any]], filters: SearchFilters | None) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from conversations import metrics, selectors
 from conversations.api import urls as conversation_urls
 from memory.api import urls as memory_urls
 from memoryproject import health
+from search.api import urls as search_urls
 from search.metrics import EmbeddingBacklogCollector
 from tenants.authentication import metrics_token_matches
 
@@ -50,7 +51,8 @@ urlpatterns = [
     # One namespace for the conversations' routes and the memory features' ones on the same paths.
     path("api/v1/", include((conversation_urls.urlpatterns + memory_urls.urlpatterns, "api"))),
     path("api/v1/", include("checkpoints.api.urls")),
-    path("api/v1/", include("search.api.urls")),
+    # The same for search's routes and the user search with memories.
+    path("api/v1/", include((memory_urls.search_urlpatterns + search_urls.urlpatterns, "search"))),
     path("api/v1/", include("summaries.api.urls")),
     path("api/v1/", include("facts.api.urls")),
     path("api/v1/", include("extraction.api.urls")),

@@ -11,7 +11,9 @@ Contract
   ``searchable`` is true once there is something to search and every message appended so far is
   persisted and embedded: a client that loaded a history polls until it is. When it is false,
   ``reason`` says why, as a code a client acts on (``REASONS``): wait and poll again
-  (``pending_persist``, ``not_embedded``), retry later (``pending_unknown``), or stop polling until
+  (``pending_persist``, ``not_embedded``), poll slowly while the tenant's embedding server cannot be
+  called (``embedding_unavailable``, ``embedding_waiting`` saying why: its breaker is open, or its
+  configuration cannot work), retry later (``pending_unknown``), or stop polling until
   it appends something (``no_messages``: none appended, all erased, or only system, tool and empty
   messages, which are never searched). A tenant without an embedding model searches by words only,
   so nothing awaits a vector there.
@@ -35,6 +37,8 @@ from django.utils import timezone
 
 from conversations import cache
 from conversations.models import Conversation, Message
+from core import redis_client
+from search import embeddings
 from search.filters import SEARCHED_ROLES
 from search.models import MessageEmbedding
 from tenants.models import Tenant
@@ -50,6 +54,8 @@ BACKLOG_WINDOW = timedelta(days=1)
 REASONS = {
     "pending_unknown": "the cache does not answer, so the writes not persisted yet are unknown: ask again later",
     "pending_persist": "messages were acknowledged but not persisted yet: poll until they are",
+    "embedding_unavailable": "persisted messages wait for their vector because the embedding server cannot give it now "
+    "(embedding_waiting says why; found by their words already): they are embedded once it answers, so poll, slowly",
     "not_embedded": "persisted messages wait for their vector (found by their words already): poll until embedded",
     "no_messages": "there is nothing to search: no user or assistant message with content was appended (or every "
     "one was erased); append messages before polling",
@@ -64,6 +70,9 @@ class SearchCoverage:
     not_embedded: int
     pending_persist: int | None
     oldest_not_embedded_at: datetime | None
+    # Why messages wait for their vector beyond the worker's pace: the tenant's embedding server cannot
+    # be called now (its breaker is open, or its configuration cannot work); None: nothing stops it.
+    embedding_waiting: str | None = None
 
     @property
     def reason(self) -> str | None:
@@ -73,7 +82,7 @@ class SearchCoverage:
         if self.pending_persist:
             return "pending_persist"
         if self.not_embedded:
-            return "not_embedded"
+            return "embedding_unavailable" if self.embedding_waiting else "not_embedded"
         if not self.messages:
             return "no_messages"
         return None
@@ -142,7 +151,32 @@ def _coverage(*, tenant: Tenant, messages: QuerySet[Message], conversation_ids: 
         not_embedded=0 if model is None else figures["messages"] - figures["embedded"],
         pending_persist=_pending_persist(tenant=tenant, conversation_ids=conversation_ids),
         oldest_not_embedded_at=figures["oldest"],
+        embedding_waiting=embeddings.server_blocked(tenant)
+        if model is not None and figures["messages"] > figures["embedded"]
+        else None,
     )
+
+
+# What waits for the tenants' embedding servers (``search.services.embedding_wait``): the conversations,
+# and per tenant why, until a batch of its messages is embedded again.
+WAITING_KEY = "memory:embeddings:waiting"
+WAITING_REASON_PREFIX = "memory:embeddings:why:"
+WAITING_REASON_SECONDS = 7 * 86_400
+
+
+def waiting_reason(tenant: Tenant) -> str | None:
+    """Why the tenant's messages wait for their vector: its embedding server's breaker is open, its
+    configuration cannot work, or its last call failed and no call has succeeded since; None: none of these."""
+    blocked = embeddings.server_blocked(tenant)
+    if blocked is not None or not embeddings.served_remotely(tenant):
+        return blocked
+    try:
+        found = redis_client.call(
+            "embedding_waiting", tenant.slug, redis_client.client().get, f"{WAITING_REASON_PREFIX}{tenant.pk}"
+        )
+    except redis_client.CacheUnavailable:
+        return None
+    return f"the embedding server's last call failed ({found.decode() if isinstance(found, bytes) else found})" if found else None
 
 
 def _searched(messages: QuerySet[Message]) -> QuerySet[Message]:

@@ -19,13 +19,18 @@ Contract
   (hybrid recall@8 / @20: 0.651 / 0.716 with either; cosine over all turns 0.599 / 0.697 against
   0.595 / 0.697). Vectors stored by the torch build stay comparable with the default's queries: no
   reembedding when a deployment moves from one to the other.
-  ``text-embedding-3-small`` is OpenAI's (1536 dimensions), through ``langchain-openai``
-  when it is installed and ``OPENAI_API_KEY`` is set. ``all-MiniLM-L6-v2-turn`` and
+  ``all-MiniLM-L6-v2-turn`` and
   ``all-MiniLM-L6-v2-plain`` are the local model over less of the conversation (below; the retrieval
   evaluation's baselines). A name of the form ``package.module:attribute`` names a factory of one's
   own (called with no argument; its ``dimensions`` attribute, if any, or the length of a first vector
   gives the dimension): the deployment's own ``MEMORY_EMBEDDING_MODEL`` only, never a tenant's
   override, which names an entry of ``MODELS`` (``tenants.models``).
+* ``openai:<model>`` names a model on an OpenAI-compatible embedding server (``search.remote``: its
+  settings, credential, retries and breaker), and ``text-embedding-3-small`` is
+  ``openai:text-embedding-3-small`` under its first name. ``embed_documents`` and ``embed_query``
+  take the ``tenant`` whose settings and credential reach it, and raise ``EmbeddingUnavailable`` (an
+  ``EmbeddingModelError``) when it cannot answer now; ``served_remotely`` and ``server_blocked`` tell
+  whether a tenant's model is on a server and why it is not called now.
 * ``embedder(name)`` builds a model once per process and keeps it; loading the local model takes
   about a second, so it happens on first use, never at import. It runs on ``MEMORY_EMBEDDING_THREADS``
   threads (onnxruntime's intra-op threads; torch's threads for the torch build), in batches of texts of
@@ -46,7 +51,9 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,15 +63,14 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from core import model_files
+from search import remote
+from search.remote import EmbeddingModelError, EmbeddingUnavailable  # noqa: F401  (raised from here)
+from tenants.models import Tenant
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 TORCH_MODEL = f"{LOCAL_MODEL}-torch"
 MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (sentence_bert_config.json): longer texts are cut
 TORCH_EXTRA = "pip install -r requirements-torch.txt"
-
-
-class EmbeddingModelError(RuntimeError):
-    """The configured embedding model cannot be loaded or does not answer."""
 
 
 class LocalEncoder(Embeddings):
@@ -176,16 +182,6 @@ def _torch_minilm() -> Embeddings:
     return TorchSentenceTransformer(str(folder))
 
 
-def _openai_small() -> Embeddings:
-    try:
-        from langchain_openai import OpenAIEmbeddings
-    except ImportError as error:
-        raise EmbeddingModelError(
-            "text-embedding-3-small needs the langchain-openai package: pip install langchain-openai, and set OPENAI_API_KEY."
-        ) from error
-    return OpenAIEmbeddings(model="text-embedding-3-small")
-
-
 # What a message is embedded as (``document_text``).
 BARE = "bare"  # its text alone, as the first design embedded
 TURN = "turn"  # "[YYYY-MM-DD] Speaker: text"
@@ -197,8 +193,9 @@ DOCUMENTS = (BARE, TURN, EXCHANGE)
 class ModelSpec:
     name: str
     dimensions: int | None
-    factory: Callable[[], Embeddings]
+    factory: Callable[[], Embeddings] | None
     document: str = EXCHANGE
+    remote: bool = False  # on a server (``search.remote``), with the tenant's settings and credential
 
 
 MODELS: dict[str, ModelSpec] = {
@@ -208,18 +205,24 @@ MODELS: dict[str, ModelSpec] = {
     f"{LOCAL_MODEL}-plain": ModelSpec(f"{LOCAL_MODEL}-plain", 384, _local_minilm, document=BARE),
     # The fp32 model on torch (requirements-torch.txt), the reference the default's vectors are measured against.
     TORCH_MODEL: ModelSpec(TORCH_MODEL, 384, _torch_minilm),
-    "text-embedding-3-small": ModelSpec("text-embedding-3-small", 1536, _openai_small),
+    # OpenAI's small model under its first name: ``openai:text-embedding-3-small`` on OpenAI's own API.
+    "text-embedding-3-small": ModelSpec("text-embedding-3-small", 1536, None, remote=True),
 }
+# A model on a server: ``openai:<its name>`` (``search.remote``); 1 to 200 letters, digits and . : / @ + - _
+REMOTE_NAME = re.compile(r"^openai:[\w.:/@+-]{1,200}$")
 
 
 def model_spec(name: str) -> ModelSpec:
     if name in MODELS:
         return MODELS[name]
+    if REMOTE_NAME.match(name):
+        return ModelSpec(name, None, None, remote=True)
     module_name, _, attribute = name.partition(":")
     if attribute and "." in module_name:
         return ModelSpec(name, None, lambda: getattr(importlib.import_module(module_name), attribute)())
     raise EmbeddingModelError(
-        f"Unknown embedding model {name!r}: choose one of {', '.join(MODELS)} or name a factory as 'package.module:attribute'."
+        f"Unknown embedding model {name!r}: choose one of {', '.join(MODELS)}, 'openai:<model>' for a model on an "
+        "OpenAI-compatible server (MEMORY_EMBEDDING_BASE_URL), or name a factory as 'package.module:attribute'."
     )
 
 
@@ -228,9 +231,13 @@ _lock = threading.Lock()
 
 @functools.cache
 def embedder(name: str) -> Embeddings:
+    """The in-process model ``name`` names (a model on a server has none: ``remote_model``)."""
     with _lock:
+        spec = model_spec(name)
+        if spec.factory is None:
+            raise EmbeddingModelError(f"The embedding model {name!r} runs on a server, not in this process.")
         try:
-            return model_spec(name).factory()
+            return spec.factory()
         except EmbeddingModelError:
             raise
         except Exception as error:
@@ -245,7 +252,18 @@ def _unit_rows(vectors: Any) -> np.ndarray:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def embed_documents(name: str, texts: list[str]) -> np.ndarray:
+def remote_model(name: str, tenant: Tenant | None) -> remote.RemoteEmbeddings:
+    """The model on a server ``name`` names, with the tenant's settings and credential (the deployment's
+    without a tenant)."""
+    return remote.RemoteEmbeddings(remote.remote_settings(name, tenant), tenant)
+
+
+def embed_documents(name: str, texts: list[str], *, tenant: Tenant | None = None, waiting: bool = True) -> np.ndarray:
+    """Unit float32 rows of ``texts``; a model on a server raises ``EmbeddingUnavailable`` when it cannot
+    answer now (nothing is lost: try again later). ``waiting=False``: a request is waiting on it, so a
+    server is asked once within ``MEMORY_EMBEDDING_QUERY_TIMEOUT``, as for a query."""
+    if model_spec(name).remote:
+        return remote_model(name, tenant).embed(texts, query=not waiting)
     model = embedder(name)
     if isinstance(model, LocalEncoder):
         return model.encode(texts)
@@ -259,8 +277,64 @@ def _query_vector(name: str, text: str) -> bytes:
     return vector.tobytes()
 
 
-def embed_query(name: str, text: str) -> np.ndarray:
-    return from_bytes(_query_vector(name, text))
+# A model on a server's query vectors, by (its identity: server, model, dimensions, whose key; text).
+_remote_queries: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+_remote_queries_lock = threading.Lock()
+REMOTE_QUERIES_KEPT = 2048
+
+
+def embed_query(name: str, text: str, *, tenant: Tenant | None = None) -> np.ndarray:
+    """The unit vector of a query (memoised per process); a model on a server is asked once, within
+    ``MEMORY_EMBEDDING_QUERY_TIMEOUT``, and raises ``EmbeddingUnavailable`` when it does not answer."""
+    return query_embedder(name, tenant=tenant)(text)
+
+
+def query_embedder(name: str, *, tenant: Tenant | None = None) -> Callable[[str], np.ndarray]:
+    """``embed_query`` for one model and tenant, its settings and credential read now, on this thread (a
+    search embeds its query on another: ``search.selectors``)."""
+    if not model_spec(name).remote:
+        return lambda text: from_bytes(_query_vector(name, text))
+    model = remote_model(name, tenant)
+    return functools.partial(_remote_query, model)
+
+
+def _remote_query(model: remote.RemoteEmbeddings, text: str) -> np.ndarray:
+    key = (model.identity, text)
+    with _remote_queries_lock:
+        found = _remote_queries.get(key)
+        if found is not None:
+            _remote_queries.move_to_end(key)
+            return from_bytes(found)
+    vector = to_bytes(model.embed([text], query=True)[0])
+    with _remote_queries_lock:
+        _remote_queries[key] = vector
+        while len(_remote_queries) > REMOTE_QUERIES_KEPT:
+            _remote_queries.popitem(last=False)
+    return from_bytes(vector)
+
+
+def served_remotely(tenant: Tenant) -> bool:
+    """Whether the tenant's embedding model runs on a server (``search.remote``)."""
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+    try:
+        return bool(model) and model_spec(model).remote
+    except EmbeddingModelError:
+        return False
+
+
+def server_blocked(tenant: Tenant) -> str | None:
+    """Why the tenant's embedding server is not called now (its breaker is open, or its configuration
+    cannot work), as a sentence; None: it may be called (or the model runs in this process)."""
+    if not served_remotely(tenant):
+        return None
+    model = tenant.setting("MEMORY_EMBEDDING_MODEL")
+    try:
+        refused = remote_model(model, tenant).breaker.open()
+    except EmbeddingModelError as error:  # a credential that cannot be read, or none where one is needed
+        return str(error)
+    if refused is None:
+        return None
+    return f"the embedding server failed ({refused.reason}); it is asked again in {refused.seconds_left:.0f} s"
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
@@ -308,10 +382,11 @@ PREVIOUS_CHARS = 300
 def tenant_model_refusal(value: str) -> str | None:
     """Why a tenant may not choose ``value`` for ``MEMORY_EMBEDDING_MODEL`` (None: it may): one of
     ``MODELS``, never code to import (registered with ``tenants.models.setting_check_register``)."""
-    if value in MODELS:
+    if value in MODELS or REMOTE_NAME.match(value):
         return None
     return (
-        f"Unknown embedding model {value!r} in MEMORY_EMBEDDING_MODEL for a tenant: choose one of {', '.join(MODELS)}, or '' for none. "
+        f"Unknown embedding model {value!r} in MEMORY_EMBEDDING_MODEL for a tenant: choose one of {', '.join(MODELS)}, "
+        "'openai:<model>' for a model on an OpenAI-compatible server (MEMORY_EMBEDDING_BASE_URL), or '' for none. "
         "A model named as code to import ('package.module:factory') is the deployment's own configuration, "
         "never a tenant's."
     )

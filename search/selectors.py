@@ -24,6 +24,12 @@ Filters (``SearchRequest.filters``, ``search.filters``) narrow the scope before 
 the conversation filters narrow its conversations (never adding one), the message filters its
 messages, in the BM25 scope and among the vectors alike; so ``top_k`` is the best of the messages
 that match, and every limit above counts matching messages only.
+
+Reranking (``search.rerank``): when the tenant configures a reranker and the request does not turn it
+off (``SearchRequest.rerank``), the ranking's best ``MEMORY_RERANK_TOP_N`` hits are given to it, each as
+"[date] Speaker: text", and answered in its order, the rest after them in the ranking's order, cut to
+``top_k`` (``SearchResult.reranked``). When it does not answer an order, the ranking's order is
+answered with a notice (``rerank_failed``, ``rerank_unavailable``).
 """
 
 from __future__ import annotations
@@ -38,15 +44,18 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import structlog
 from django.conf import settings
 
 from conversations.models import Conversation, Message
 from core.exceptions import LimitExceeded, NotFound
 from core.replica import read_connection, stale_reads_allowed
-from search import embeddings, ranking, terms, vectors
+from search import embeddings, ranking, rerank, terms, vectors
 from search.filters import NO_FILTERS, SearchFilters
 from search.query import read_query
 from tenants.models import Tenant
+
+logger = structlog.get_logger(__name__)
 
 MODES = ("hybrid", "semantic", "keyword")
 SCOPES = ("auto", "conversation", "user")
@@ -95,6 +104,8 @@ class SearchRequest:
     # The vectors to compare: the tenant's model unless named (the retrieval evaluation compares models).
     embedding_model: str | None = None
     filters: SearchFilters = NO_FILTERS
+    # Whether the tenant's reranker (``search.rerank``), when it configures one, reorders the best hits.
+    rerank: bool = True
 
     @classmethod
     def for_tenant(cls, tenant: Tenant, **given: Any) -> SearchRequest:
@@ -171,6 +182,16 @@ class SearchResult:
     query_embedding_dim: int | None
     milliseconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    # What the answer could not do as configured ({"code", "message"}, ``notice``): its order is still
+    # the best the service could give (ranked by words while the query cannot be embedded...).
+    notices: list[dict[str, str]] = field(default_factory=list)
+    # True only when the hits are in the reranker's order; the reranker's model (or format) when it was asked.
+    reranked: bool = False
+    rerank_model: str | None = None
+
+
+def notice(code: str, message: str) -> dict[str, str]:
+    return {"code": code, "message": message}
 
 
 @dataclass(frozen=True)
@@ -192,22 +213,28 @@ def memory_search(
     # database both release the interpreter while they work), so a search costs the slower of the two
     # rather than their sum. Semantic search embeds the query as given, at once; hybrid search the
     # text it ranks (``search.query``), once it has read the speakers of the scope.
-    query_vector = _QueryVector(model) if request.mode != "keyword" and model else None
+    query_vector = _QueryVector(model, tenant) if request.mode != "keyword" and model else None
     if query_vector is not None and request.mode == "semantic":
         query_vector.start(request.query)
+    # A reranker reorders the best ``top_n`` of the ranking: that many are ranked, then cut to top_k.
+    reranker = rerank.reranker_for(tenant) if request.rerank else None
+    keep = min(max(request.top_k, reranker.top_n), settings.MEMORY_MAX_PAGE_SIZE) if reranker else request.top_k
     try:
         scope = _scope(tenant=tenant, request=request, conversation_id=conversation_id, user_id=user_id)
+        found = None
         if request.mode == "semantic":
-            ranked, candidates = _semantic(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
-        else:
-            ranked, candidates = _hybrid(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector)
+            found = _semantic(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector, keep=keep)
+        if found is None:  # hybrid, or a semantic search whose query could not be embedded: by its words
+            found = _hybrid(tenant=tenant, request=request, scope=scope, model=model, query_vector=query_vector, keep=keep)
+        ranked, candidates = found
         # Awaited even when nothing needed it (an empty scope), so a model that fails always says so.
-        dimensions = None if query_vector is None else int(query_vector.result(request.query).shape[0])
+        vector = None if query_vector is None else query_vector.vector(request.query)
+        dimensions = None if vector is None else int(vector.shape[0])
     except BaseException:
         if query_vector is not None:
             query_vector.cancel()  # not begun yet: never begun
         raise
-    return SearchResult(
+    result = SearchResult(
         hits=_hits(tenant=tenant, ranked=ranked),
         mode=request.mode,
         scope=scope.name,
@@ -216,29 +243,90 @@ def memory_search(
         embedding_model=model,
         query_embedding_dim=dimensions,
         milliseconds=(time.perf_counter() - started) * 1000,
+        notices=[] if query_vector is None else query_vector.notices,
     )
+    if reranker is not None:
+        _rerank(result, tenant=tenant, reranker=reranker, query=request.query, top_k=request.top_k)
+        result.milliseconds = (time.perf_counter() - started) * 1000
+    return result
+
+
+def _rerank(result: SearchResult, *, tenant: Tenant, reranker: rerank.Reranker, query: str, top_k: int) -> None:
+    """The result's best ``top_n`` hits in the reranker's order, the rest after them in their order, cut to
+    ``top_k``; the ranking's own order with a notice when the reranker does not answer one. Each hit is
+    given as the embeddings' turn document reads it ("[date] Speaker: text"): the date and speaker a
+    question names are in the text the reranker reads."""
+    head = result.hits[: reranker.top_n]
+    texts = [
+        embeddings.document_text(
+            role=hit.role, content=hit.content, created_at=hit.created_at, metadata=hit.metadata, document=embeddings.TURN
+        )
+        for hit in head
+    ]
+    result.rerank_model = reranker.label
+    if texts:
+        outcome = rerank.rerank(reranker, tenant=tenant, query=query, texts=texts)
+        result.timings["rerank"] = round(outcome.milliseconds, 3)
+        if outcome.order is not None:
+            result.hits = [head[index] for index in outcome.order] + result.hits[len(head) :]
+            result.reranked = True
+        elif outcome.notice is not None:
+            result.notices.append(outcome.notice)
+    result.hits = result.hits[:top_k]
 
 
 class _QueryVector:
-    """The embedding of a search's text, computed on this process's query threads."""
+    """The embedding of a search's text, computed on this process's query threads. A model that cannot
+    embed it (a server down or slow: ``search.remote``) leaves the search to rank by words, and the
+    answer says so (``notices``)."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, tenant: Tenant) -> None:
         self.model = model
+        self.tenant = tenant
         self.text: str | None = None
         self.future: Future[np.ndarray] | None = None
+        self.notices: list[dict[str, str]] = []
 
     def start(self, text: str) -> None:
         if self.future is not None and self.text == text:
             return
         self.cancel()
         self.text = text
-        self.future = _query_embedder().submit(embeddings.embed_query, self.model, text)
+        try:  # the model's settings and credential are read here, on the request's thread
+            embed = embeddings.query_embedder(self.model, tenant=self.tenant)
+        except embeddings.EmbeddingModelError as error:
+            self.future = Future()
+            self.future.set_exception(error)
+            return
+        self.future = _query_embedder().submit(embed, text)
 
-    def result(self, text: str) -> np.ndarray:
-        """The vector of the text started (of ``text`` when none was)."""
+    def vector(self, text: str, *, dimensions: int | None = None) -> np.ndarray | None:
+        """The vector of the text started (of ``text`` when none was); None when the model cannot give it
+        now, or gives one of another length than the stored vectors' (``dimensions``)."""
         if self.future is None:
             self.start(text)
-        return self.future.result()
+        try:
+            found = self.future.result()
+        except embeddings.EmbeddingModelError as error:
+            self._notice(
+                "query_not_embedded",
+                f"The query could not be embedded ({error}): the results are ranked by their words alone.",
+            )
+            return None
+        if dimensions is not None and found.shape[0] != dimensions:
+            self._notice(
+                "query_not_embedded",
+                f"The model {self.model} embedded the query in {found.shape[0]} dimensions; the stored vectors have "
+                f"{dimensions}, so they cannot be compared until they are embedded again: the results are ranked by their "
+                "words alone.",
+            )
+            return None
+        return found
+
+    def _notice(self, code: str, message: str) -> None:
+        if not any(item["code"] == code for item in self.notices):
+            logger.warning("search_query_not_embedded", tenant=self.tenant.slug, model=self.model, reason=message[:300])
+            self.notices.append(notice(code, message))
 
     def cancel(self) -> None:
         if self.future is not None:
@@ -301,8 +389,9 @@ def _scope(*, tenant: Tenant, request: SearchRequest, conversation_id: str | Non
 
 
 def _semantic(
-    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: _QueryVector | None
-) -> tuple[list[ranking.Ranked], int]:
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: _QueryVector | None, keep: int
+) -> tuple[list[ranking.Ranked], int] | None:
+    """The cosine ranking (None: the query could not be embedded, so the words must rank)."""
     if query_vector is None or not scope.conversation_pks:
         return [], 0
     limit = request.vector_fetch_limit
@@ -313,16 +402,22 @@ def _semantic(
     if extend and len(current.keys) < limit:
         others = vectors.newest([part for pk, part in found.items() if pk != scope.current_pk], limit - len(current.keys))
         chosen = vectors.newest([current, others], limit)
-    similarities = ranking.cosine(query_vector.result(request.query), chosen.matrix)
+    query = query_vector.vector(request.query, dimensions=_dimensions(chosen.matrix))
+    if query is None:
+        return None
+    similarities = ranking.cosine(query, chosen.matrix)
     ranked = ranking.cosine_top(
-        keys=chosen.keys.tolist(), similarities=similarities, top_k=request.top_k, min_similarity=request.min_similarity
+        keys=chosen.keys.tolist(), similarities=similarities, top_k=keep, min_similarity=request.min_similarity
     )
     return ranked, len(chosen.keys)
 
 
 def _hybrid(
-    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: _QueryVector | None
+    *, tenant: Tenant, request: SearchRequest, scope: _Scope, model: str, query_vector: _QueryVector | None, keep: int
 ) -> tuple[list[ranking.Ranked], int]:
+    """The ``keep`` best of the scope (``top_k``, or more for a reranker to reorder), best first, and how
+    many were considered. How deep each ranking goes into the fusion depends on ``top_k`` alone, so the
+    order of the best does not change with ``keep``."""
     if not scope.conversation_pks:
         return [], 0
     depth = max(100, request.top_k * 5)  # how deep each ranking goes into the fusion
@@ -336,17 +431,20 @@ def _hybrid(
     if query_vector is not None:
         query_vector.start(asked.text)
     keyword = _bm25(tenant=tenant, scope=scope, query=asked.text, limit=request.candidate_limit, top=depth, allowed=allowed)
-    if request.mode == "keyword" or query_vector is None:
-        ranked = [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[: request.top_k]]
+    query = None
+    if request.mode != "keyword" and query_vector is not None:
+        query = query_vector.vector(asked.text, dimensions=_dimensions(*(part.matrix for part in chosen.parts)))
+    if query is None:
+        ranked = [ranking.Ranked(key=key, score=score, keyword_score=score) for key, score in keyword[:keep]]
         return ranked, len(keyword)
-    similarities = chosen.cosine(query_vector.result(asked.text))
+    similarities = chosen.cosine(query)
     order = np.argsort(-similarities, kind="stable")[:depth]
     if request.min_similarity is not None:
         order = order[similarities[order] >= request.min_similarity]
     if request.fusion == "rrf":
         vector = [(int(chosen.keys[index]), float(similarities[index])) for index in order]
         scores = ranking.fused_scores(vector=vector, keyword=keyword)
-        return ranking.best(scores, top_k=request.top_k, similarity=dict(vector), keyword=dict(keyword)), len(chosen.keys)
+        return ranking.best(scores, top_k=keep, similarity=dict(vector), keyword=dict(keyword)), len(chosen.keys)
     rows = _rows(tenant=tenant, scope=scope, chosen=chosen, similarities=similarities, vector_top=order, keyword=keyword)
     weights = ranking.Weights(
         vector=request.vector_weight,
@@ -356,9 +454,12 @@ def _hybrid(
         date=request.date_weight,
     )
     # Considered: every message with a vector, and the keyword hits not embedded yet.
-    return ranking.top(rows, ranking.fused(rows, weights, named=asked.speakers, windows=asked.windows), request.top_k), len(
-        rows.keys
-    )
+    return ranking.top(rows, ranking.fused(rows, weights, named=asked.speakers, windows=asked.windows), keep), len(rows.keys)
+
+
+def _dimensions(*matrices: np.ndarray) -> int | None:
+    """The length of the stored vectors compared (None: none)."""
+    return next((int(matrix.shape[1]) for matrix in matrices if matrix.size), None)
 
 
 def _positions(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,8 @@ from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
-from search import embeddings
+from core import redis_client
+from search import coverage, embeddings, remote
 from search.filters import SEARCHED_ROLES
 from search.models import MessageEmbedding
 from tenants.models import Tenant, tenant_choice_refusal
@@ -59,7 +60,7 @@ def _embed(  # noqa: ANN001
     *, tenant: Tenant, model: str, messages, progress: Callable[[int], None] | None = None, stored_as: str | None = None
 ) -> int:
     """Embed ``messages`` with ``model``, the vectors stored under ``stored_as`` (default: the model's name)."""
-    batch = settings.MEMORY_EMBEDDING_BATCH
+    batch = remote.batch_size(tenant.setting("MEMORY_EMBEDDING_BATCH"))
     written = 0
     last_pk = 0
     while True:
@@ -85,8 +86,10 @@ def _embed(  # noqa: ANN001
             for row in rows
         ]
         started = time.perf_counter()
-        vectors = embeddings.embed_documents(model, texts)
+        vectors = embeddings.embed_documents(model, texts, tenant=tenant)
         written += _store(tenant=tenant, model=stored_as or model, rows=rows, vectors=vectors)
+        if spec.remote:
+            _waiting_over(tenant)
         logger.info(
             "messages_embedded",
             tenant=tenant.slug,
@@ -99,6 +102,13 @@ def _embed(  # noqa: ANN001
 
 
 def _store(*, tenant: Tenant, model: str, rows: list[Message], vectors) -> int:  # noqa: ANN001
+    dimensions = _stored_dimensions(tenant=tenant, model=model)
+    if dimensions is not None and vectors.shape[1] != dimensions:
+        raise embeddings.EmbeddingUnavailable(
+            f"the model answered vectors of {vectors.shape[1]} dimensions where the tenant's vectors under {model} have "
+            f"{dimensions}: they are never mixed. Re-index (manage.py reembed --tenant {tenant.slug} --reindex) to change "
+            "the length, or set MEMORY_EMBEDDING_DIMENSIONS back."
+        )
     objects = [
         MessageEmbedding(
             tenant=tenant,
@@ -123,6 +133,12 @@ def _store(*, tenant: Tenant, model: str, rows: list[Message], vectors) -> int: 
             _writing_vectors(tenant)
             MessageEmbedding.unscoped.bulk_create(objects, ignore_conflicts=True)  # this tenant's rows only
     return len(objects)
+
+
+def _stored_dimensions(*, tenant: Tenant, model: str) -> int | None:
+    """The length of the tenant's vectors stored under ``model`` (None: none stored yet), one index probe."""
+    found = MessageEmbedding.objects.for_tenant(tenant).filter(model=model).values_list("dimensions", flat=True)[:1]
+    return next(iter(found), None)
 
 
 # The transaction-scoped advisory lock of a tenant's vectors (class, tenant): every write of vectors
@@ -184,6 +200,12 @@ def tenant_reembed(
     removed = 0
     if conversation_id is None:
         with transaction.atomic():
+            # No vector is written while the tenant switches: the messages persisted while the others were
+            # embedded (their vectors written under the old model) are embedded under the new one here, so
+            # the first search after the switch reads every message's vector, of one model.
+            _writing_vectors(tenant, exclusive=True)
+            embedded += _embed(tenant=tenant, model=model, messages=_missing(tenant=tenant, model=model))
+            tenant.refresh_from_db(fields=["settings"])
             tenant.settings = {name: value for name, value in tenant.settings.items() if name != "MEMORY_EMBEDDING_MODEL"}
             if switching:
                 tenant.settings["MEMORY_EMBEDDING_MODEL"] = model
@@ -253,4 +275,110 @@ def embeddings_backfill(*, within: timedelta = timedelta(days=1)) -> int:
         for conversation_id in conversation_ids:
             current_app.send_task(CONVERSATION_EMBED, args=[tenant.pk, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
             queued += 1
+    return queued
+
+
+# --- Messages waiting for an embedding server --------------------------------------------------------
+
+# The conversations whose messages wait for a vector because the tenant's embedding server could not
+# give it (``coverage.WAITING_KEY``: a sorted set of "tenant pk:conversation id", scored by when each
+# began to wait), and per tenant why. Redis holds them so that a sweep can queue the conversations again
+# the moment the server's breaker closes; if Redis loses them, the hourly backfill still finds every
+# message without a vector.
+WAITING_KEY = coverage.WAITING_KEY
+# Conversations queued again per sweep at most (the rest wait for the next sweep).
+RESUME_BATCH = 1000
+
+
+# At most one resume is waiting to run (this key, expiring when it runs): beat's sweep runs every few
+# seconds, and a deployment without beat still resumes, as the waits schedule it themselves.
+RESUME_SCHEDULED_KEY = "memory:embeddings:resume-scheduled"
+RESUME_AFTER_SECONDS = 10.0
+EMBEDDINGS_RESUME = "search.tasks.embeddings_resume"
+
+
+def embedding_wait(*, tenant: Tenant, conversation_id: str, reason: str, retry_in: float = RESUME_AFTER_SECONDS) -> None:
+    """Note that a conversation's messages wait for the tenant's embedding server, and that a resume
+    runs once the server may be called again (in ``retry_in`` seconds)."""
+    logger.info("embeddings_waiting", tenant=tenant.slug, conversation_id=conversation_id, reason=reason)
+    try:
+        pipeline = redis_client.client().pipeline(transaction=False)
+        pipeline.zadd(WAITING_KEY, {f"{tenant.pk}:{conversation_id}": time.time()}, nx=True)
+        pipeline.set(f"{coverage.WAITING_REASON_PREFIX}{tenant.pk}", reason[:300], ex=coverage.WAITING_REASON_SECONDS)
+        redis_client.call("embedding_wait", tenant.slug, pipeline.execute)
+    except redis_client.CacheUnavailable:
+        return  # the hourly backfill finds them
+    _resume_later(retry_in)
+
+
+def _resume_later(seconds: float) -> None:
+    """Queue one resume to run in ``seconds`` unless one is already waiting to run."""
+    seconds = max(1.0, seconds)
+    try:
+        scheduled = redis_client.call(
+            "embedding_resume_schedule", "", redis_client.client().set, RESUME_SCHEDULED_KEY, "1", nx=True, px=int(seconds * 1000)
+        )
+    except redis_client.CacheUnavailable:
+        return
+    if scheduled:
+        current_app.send_task(EMBEDDINGS_RESUME, countdown=seconds, queue=settings.MEMORY_DERIVED_QUEUE)
+
+
+def _waiting_over(tenant: Tenant) -> None:
+    """The tenant's server embedded a batch: what it said when it failed no longer holds."""
+    try:
+        redis_client.call(
+            "embedding_waiting_over", tenant.slug, redis_client.client().delete, f"{coverage.WAITING_REASON_PREFIX}{tenant.pk}"
+        )
+    except redis_client.CacheUnavailable:
+        pass
+
+
+def embeddings_resume() -> int:
+    """Queue again the waiting conversations of every tenant whose embedding server may be called
+    (its breaker closed); returns how many were queued."""
+    try:
+        pipeline = redis_client.client().pipeline(transaction=False)
+        pipeline.delete(RESUME_SCHEDULED_KEY)  # the one scheduled is this one: the next may be scheduled
+        pipeline.zrange(WAITING_KEY, 0, RESUME_BATCH - 1)
+        _, members = redis_client.call("embedding_resume", "", pipeline.execute)
+    except redis_client.CacheUnavailable:
+        return 0
+    by_tenant: dict[int, list[str]] = {}
+    for member in members:
+        tenant_pk, _, conversation_id = (member.decode() if isinstance(member, bytes) else member).partition(":")
+        by_tenant.setdefault(int(tenant_pk), []).append(conversation_id)
+    queued = 0
+    still_waiting = False
+    for tenant in Tenant.objects.filter(pk__in=by_tenant):
+        conversation_ids = by_tenant[tenant.pk]
+        if embeddings.server_blocked(tenant) is not None:
+            still_waiting = True
+            continue
+        try:
+            redis_client.call(
+                "embedding_resume",
+                tenant.slug,
+                redis_client.client().zrem,
+                WAITING_KEY,
+                *[f"{tenant.pk}:{item}" for item in conversation_ids],
+            )
+        except redis_client.CacheUnavailable:
+            return queued
+        for conversation_id in conversation_ids:
+            current_app.send_task(CONVERSATION_EMBED, args=[tenant.pk, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
+            queued += 1
+    gone = set(by_tenant) - set(Tenant.objects.filter(pk__in=by_tenant).values_list("pk", flat=True))
+    for tenant_pk in gone:  # deleted tenants wait for nothing
+        redis_client.call(
+            "embedding_resume",
+            "",
+            redis_client.client().zrem,
+            WAITING_KEY,
+            *[f"{tenant_pk}:{item}" for item in by_tenant[tenant_pk]],
+        )
+    if queued:
+        logger.info("embeddings_resumed", conversations=queued)
+    if still_waiting or len(members) == RESUME_BATCH:
+        _resume_later(RESUME_AFTER_SECONDS)
     return queued

@@ -249,7 +249,7 @@ def _ranked(*, tenant: Tenant, candidates: list[int], query: str, top_k: int) ->
         )
         if rows:
             try:
-                query_vector = embeddings.embed_query(model, query)
+                query_vector = embeddings.embed_query(model, query, tenant=tenant)
             except Exception as error:  # ranked by words alone rather than not at all
                 logger.warning("store_query_embedding_failed", tenant=tenant.slug, model=model, error=repr(error))
             else:

@@ -446,7 +446,7 @@ def _prepare_puts(*, tenant: Tenant, operations: list[Operation]) -> dict[int, _
     vectors: dict[int, bytes] = {}
     if model and to_embed:
         try:
-            matrix = embeddings.embed_documents(model, [texts[position] for position in to_embed])
+            matrix = embeddings.embed_documents(model, [texts[position] for position in to_embed], tenant=tenant, waiting=False)
         except Exception as error:  # the vector is derived: the item is still stored, and found by its words
             logger.warning("store_embedding_failed", tenant=tenant.slug, model=model, error=repr(error))
         else:

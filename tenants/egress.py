@@ -1,4 +1,5 @@
-"""The egress policy: where a URL a tenant configures (``MEMORY_CHAT_BASE_URL``) may lead.
+"""The egress policy: where a URL a tenant configures (``MEMORY_CHAT_BASE_URL``, ``MEMORY_EMBEDDING_BASE_URL``,
+``MEMORY_RERANK_URL``) may lead.
 
 A tenant chooses the server; the deployment's network is not the tenant's to explore. So a tenant's
 URL may reach public addresses only:

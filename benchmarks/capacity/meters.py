@@ -13,6 +13,8 @@
   milliseconds where ``rabbitmqctl`` takes a second and the node's CPU.
 * Redis counts the commands a script runs as commands: a script call is one round trip, and is
   counted apart (``redis_scripts``).
+* Processes outside the service (an embedding server, whose CPU is a GPU machine's in production):
+  read from ``/proc`` like the service's, reported apart (``outside_cpu_ms``), never in a total.
 """
 
 from __future__ import annotations
@@ -154,6 +156,7 @@ class Cost:
     broker: dict[str, float]
     redis_by_command: dict[str, float] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
+    outside_cpu_ms: dict[str, float] = field(default_factory=dict)  # processes outside the service
 
     @property
     def cpu_ms_total(self) -> float:
@@ -172,8 +175,10 @@ class Meters:
         rabbit: PrivateRabbit,
         rabbit_metrics_url: str,
         proxy: StatementProxy,
+        outside: dict[str, int] | None = None,
     ) -> None:
         self.processes = processes  # component -> pid of its root process
+        self.outside = outside or {}  # name -> pid of a process outside the service, metered apart
         self.database_name = database["NAME"]
         self.monitor = psycopg.connect(
             host=database["HOST"] or "127.0.0.1",
@@ -217,7 +222,7 @@ class Meters:
 
     def cpu(self) -> dict[str, float]:
         cpu_info = self.redis.info("cpu")
-        return {name: tree_cpu(pid) for name, pid in self.processes.items()} | {
+        return {name: tree_cpu(pid) for name, pid in (self.processes | self.outside).items()} | {
             "redis": float(cpu_info["used_cpu_user"]) + float(cpu_info["used_cpu_sys"]),
             "rabbitmq": process_cpu(self.beam),
         }
@@ -260,6 +265,7 @@ class Meters:
             broker={label: after.broker.get(name, 0) - before.broker.get(name, 0) for label, name in BROKER_COUNTERS.items()},
             redis_by_command={name: calls for name, calls in by_command.items() if calls},
             notes={"postgres backends gone": len(gone)} if gone else {},
+            outside_cpu_ms={name: cpu[name] * 1000 for name in self.outside},
         )
 
 
@@ -283,4 +289,7 @@ def per_operation(spent: Cost, *, baseline: Cost, operations: int) -> Cost:
             for name, calls in sorted(spent.redis_by_command.items(), key=lambda item: -item[1])
         },
         notes=spent.notes,
+        outside_cpu_ms={
+            name: round(net(value, baseline.outside_cpu_ms.get(name, 0.0)), 3) for name, value in spent.outside_cpu_ms.items()
+        },
     )

@@ -6,6 +6,12 @@ machine's PostgreSQL with a database of its own reached through ``StatementProxy
 ``gunicorn.conf.py`` and ``WebServer`` run it, a persist worker (the README's threads pool) and a
 derived worker (the embedding model, one process). The benchmark process itself talks to the same
 engines directly, and its PostgreSQL connections carry ``MONITOR`` so that their CPU is not counted.
+
+With ``embedding_server``, the model runs outside the service: the repository's model server
+(``benchmarks/model_server.py``) serves the same local model on ``/v1/embeddings`` and the service
+embeds there (``MEMORY_EMBEDDING_MODEL=openai:all-MiniLM-L6-v2``, ``MEMORY_EMBEDDING_BASE_URL``), as a
+deployment with a GPU embedding server does: the derived worker and the web only call out. The
+server's CPU is metered apart (``EMBEDDING_SERVER``), outside the service's.
 """
 
 from __future__ import annotations
@@ -18,13 +24,15 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from benchmarks.capacity.meters import MONITOR, Meters, StatementProxy
-from torture.processes import CeleryWorker, PrivateRabbit, PrivateRedis, WebServer, free_port
+from torture.processes import CeleryWorker, PrivateRabbit, PrivateRedis, ServiceProcess, WebServer, free_port
 
 QUEUE = "capacity"
 TENANT_SLUG = "bench-capacity"
 RATE_LIMIT = 1_000_000_000  # the throttle runs (one Redis call a request) but never answers 429
 PERSIST_WORKER = {"pool": "threads", "concurrency": 8}  # as README's Operations section runs the write queue
 DERIVED_WORKER = {"pool": "prefork", "concurrency": 1}
+EMBEDDING_SERVER = "embedding server"  # its meter's name: a process outside the service
+REMOTE_MODEL = "openai:all-MiniLM-L6-v2"  # the default model, served by the embedding server
 
 
 def _with_host(url: str, *, port: int, query: str = "") -> str:
@@ -33,17 +41,41 @@ def _with_host(url: str, *, port: int, query: str = "") -> str:
     return urlunsplit((parts.scheme, f"{user}127.0.0.1:{port}", parts.path, query or parts.query, ""))
 
 
+class EmbeddingServer(ServiceProcess):
+    """The repository's model server on a free port: the local model over HTTP (``/v1/embeddings``)."""
+
+    kind = "model-server"
+
+    def __init__(self, *, env: dict[str, str], name: str) -> None:
+        super().__init__(env=env, name=name)
+        self.port = free_port()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return ["benchmarks.model_server", "--port", str(self.port)]
+
+    def is_ready(self, log_offset: int) -> bool:
+        with self.log_path.open() as log:
+            log.seek(log_offset)
+            return "Serving " in log.read()
+
+
 @dataclass
 class Deployment:
     database_url: str
     web_workers: int = 2
     web_threads: int = 8
+    embedding_server: bool = False  # embed on the model server (outside the service), not in process
     redis: PrivateRedis = field(default_factory=PrivateRedis)
     rabbit: PrivateRabbit = field(default_factory=PrivateRabbit)
     proxy: StatementProxy | None = None
     web: WebServer | None = None
     persist: CeleryWorker | None = None
     derived: CeleryWorker | None = None
+    model_server: EmbeddingServer | None = None
     env: dict[str, str] = field(default_factory=dict)
     api_key: str = ""
     rabbit_metrics_port: int = field(default_factory=free_port)
@@ -72,6 +104,18 @@ class Deployment:
         )
         self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
         self.env.pop("MEMORY_EMBEDDING_MODEL", None)  # the default model: what a deployment embeds with
+        self.env.pop("MEMORY_EMBEDDING_BASE_URL", None)
+        if self.embedding_server:
+            self.model_server = EmbeddingServer(env=dict(self.env), name="capacity-embeddings")
+            self.model_server.start()
+            self.env |= {
+                "MEMORY_EMBEDDING_MODEL": REMOTE_MODEL,
+                "MEMORY_EMBEDDING_BASE_URL": self.model_server.url,
+                # CPU is measured, not latency: a batch computed on shared cores may take far longer
+                # than a GPU's, and must not time out into retries or a search answered by its words.
+                "MEMORY_EMBEDDING_TIMEOUT": "300",
+                "MEMORY_EMBEDDING_QUERY_TIMEOUT": "60",
+            }
         os.environ.update({name: value for name, value in self.env.items() if name != "DATABASE_URL"})
         os.environ["DATABASE_URL"] = self.database_url + ("&" if parts.query else "?") + f"application_name={MONITOR}"
         self._prepare_database()
@@ -133,6 +177,9 @@ class Deployment:
             rabbit=self.rabbit,
             rabbit_metrics_url=f"http://127.0.0.1:{self.rabbit_metrics_port}/metrics",
             proxy=self.proxy,
+            outside={EMBEDDING_SERVER: self.model_server.process.pid}
+            if self.model_server is not None and self.model_server.process is not None
+            else None,
         )
 
     def derived_consuming(self, consuming: bool) -> None:
@@ -157,7 +204,7 @@ class Deployment:
             return connection.default_channel.queue_purge(self.env[name]) or 0
 
     def stop(self) -> None:
-        for process in (self.web, self.persist, self.derived):
+        for process in (self.web, self.persist, self.derived, self.model_server):
             if process is not None:
                 process.stop()
         if self.proxy is not None:

@@ -28,8 +28,9 @@ Contract
    b. Recall of each question's answer turns (LoCoMo's evidence), per category, at k 8 and 20: the turn
       search alone (``GET /users/<user>/search/?q=&top_k=20``, the retrieval benchmark's figure), the
       memories alone (``GET /users/<user>/memories/?query=&top_k=20``: an answer turn is found when
-      one of the top k memories was read from it), and both (the turns of the top k memories and the
-      top k turns, together).
+      one of the top k memories was read from it), both (the turns of the top k memories and the
+      top k turns, together), and the fused user search (``...&include_memories=true``: the top k
+      results of one ranking, a memory finding the turns it was read from).
    c. Cost per turn of the derived workers' extraction: the model calls and tokens the server
       answered, the service's own count (``ExtractionUsage``), and the seconds of the extraction tasks
       (``extraction.tasks.conversation_extract``, from Celery's task events).
@@ -121,7 +122,7 @@ QUIET_SECONDS = 5  # the tenant's MEMORY_EXTRACTION_QUIET_SECONDS: a session's l
 LOOPBACK = "127.0.0.1/32"
 MEMORY_PAGE = 100
 LOST_SHOWN = 10
-SOURCES = ("turns", "memories", "memories + turns")
+SOURCES = ("turns", "memories", "memories + turns", "fused")
 CONTEXT_TOKENS = 4000  # the retrieval benchmark's max_tokens
 
 
@@ -464,6 +465,11 @@ def kept_figures(
     )
 
 
+def _found_turns(hit: dict[str, Any]) -> list[str]:
+    """The turns a result of the fused user search finds: a turn itself, a memory the turns it was read from."""
+    return [hit["message_id"]] if hit["kind"] == "turn" else hit["message_ids"]
+
+
 def recall_figures(api: Api, asked: Sequence[tuple[User, Question]], *, progress: bool = True) -> RecallFigures:
     mappings = {user.user_id: dialog_ids(user) for user, _ in asked}
     recall: dict[str, dict[int, list[float]]] = {source: {k: [] for k in KS} for source in SOURCES}
@@ -479,11 +485,18 @@ def recall_figures(api: Api, asked: Sequence[tuple[User, Question]], *, progress
         milliseconds.append(took)
         empty.append(float(not memories))
         read_from = [{mapping.get(str(message_id), "") for message_id in memory["message_ids"]} for memory in memories]
+        fused = [
+            {mapping.get(str(message_id), "") for message_id in _found_turns(hit)}
+            for hit in api.send("GET", path, params={"q": question.text, "top_k": TOP_K, "include_memories": "true"}).data[
+                "results"
+            ]
+        ]
         for k in KS:
             from_memories = set().union(*read_from[:k])
             recall["turns"][k].append(_recall(turns[:k], question.evidence))
             recall["memories"][k].append(_recall(from_memories, question.evidence))
             recall["memories + turns"][k].append(_recall(from_memories | set(turns[:k]), question.evidence))
+            recall["fused"][k].append(_recall(set().union(*fused[:k]), question.evidence))
     by_category = {}
     for category in _categories(asked):
         chosen = [index for index, (_, question) in enumerate(asked) if question.category == category]
@@ -668,7 +681,8 @@ def report_markdown(report: Report) -> str:
     lines += [
         "",
         f"Recall of the answer turns (turns: user search, top_k={TOP_K}; memories: memory search, top_k={TOP_K}, a memory "
-        "finding the turns it was read from; memories + turns: both at the same k):",
+        "finding the turns it was read from; memories + turns: both at the same k; fused: the user search with "
+        "include_memories=true, its top k results of either kind):",
         "",
         f"| questions | n | {header} |",
         "|---|---:|" + "---:|" * (len(SOURCES) * len(KS)),

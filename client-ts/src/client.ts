@@ -84,6 +84,7 @@ import type {
   PathParamsOf,
   QueryOf,
   RequestBodyOf,
+  FusedSearchResult,
   SearchFilters,
   SearchRequest,
   SearchResult,
@@ -98,6 +99,7 @@ import type {
   SummaryCreated,
   Usage,
   UserErased,
+  UserSearchRequest,
 } from "./types.js";
 
 export const API_PREFIX = "/api/v1";
@@ -154,6 +156,8 @@ export type UsageQuery = Query<"/api/v1/usage/", "get">;
 /** A search's options besides its query: the ranking's (`mode`, `top_k`...) and the filters. */
 export type SearchOptions = Omit<SearchRequest, "q">;
 export type UserSearchOptions = Omit<SearchOptions, "scope" | "cross_session_trigger">;
+/** The user search's options with memories: its own, and whether memories taken back count too. */
+export type UserSearchWithMemoriesOptions = UserSearchOptions & Pick<UserSearchRequest, "include_past_memories">;
 
 /** One LangGraph store operation of {@link MemoryClient.storeBatch}, in the service's JSON. */
 export type StoreOperation =
@@ -446,12 +450,32 @@ export class MemoryClient {
 
   /** The messages of every conversation of the user most relevant to `query`, best first. */
   async searchUser(userId: string, query: string, search: UserSearchOptions = {}, options: CallOptions = {}): Promise<SearchResult> {
+    // Without include_memories the service answers the turns' search alone.
+    return (await this.#searchUser(userId, { ...search, q: query }, options)) as SearchResult;
+  }
+
+  /**
+   * The user search with the user's extracted memories ranked beside the turns, in one list best
+   * first: each result's `kind` is `"turn"` (a message hit, with the ids of the memories read from it)
+   * or `"memory"` (with the ids of the messages it was read from). Current memories only unless
+   * `include_past_memories`. The filters narrow the turns; `conversation_id` narrows the memories too.
+   */
+  async searchUserWithMemories(
+    userId: string,
+    query: string,
+    search: UserSearchWithMemoriesOptions = {},
+    options: CallOptions = {},
+  ): Promise<FusedSearchResult> {
+    return (await this.#searchUser(userId, { ...search, q: query, include_memories: true }, options)) as FusedSearchResult;
+  }
+
+  #searchUser(userId: string, search: UserSearchRequest, options: CallOptions) {
     const path = { user_id: userId };
     const [filters, ranking] = splitFilters(search);
     const request = filters
-      ? this.#prepare("post", "/api/v1/users/{user_id}/search/", { path, body: { ...search, q: query } })
-      : this.#prepare("get", "/api/v1/users/{user_id}/search/", { path, query: { ...ranking, q: query } });
-    return await this.#send(request, options);
+      ? this.#prepare("post", "/api/v1/users/{user_id}/search/", { path, body: search })
+      : this.#prepare("get", "/api/v1/users/{user_id}/search/", { path, query: ranking });
+    return this.#send(request, options);
   }
 
   /** Whether search covers the user's history yet (`searchable`), and what is still waiting. */

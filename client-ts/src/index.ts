@@ -25,6 +25,7 @@ export {
   type StoreOperation,
   type UsageQuery,
   type UserSearchOptions,
+  type UserSearchWithMemoriesOptions,
   type WindowQuery,
 } from "./client.js";
 export {

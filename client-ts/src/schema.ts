@@ -482,7 +482,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Search every conversation of one user (the user_id given when its messages were appended); conversation_id narrows it to some of them. */
+        /** @description Search every conversation of one user (the user_id given when its messages were appended); conversation_id narrows it to some of them. With include_memories=true the user's extracted memories are ranked with the turns, in one list whose results each say their kind (turn or memory). */
         get: operations["v1_users_search_retrieve"];
         put?: never;
         /** @description The same search with its parameters and filters in a JSON body. */
@@ -728,7 +728,7 @@ export interface components {
             checkpoint?: {
                 [key: string]: unknown;
             } | null;
-            /** @description With use_memory: the memory bundle (context, recent_messages, summaries, memories (the user's facts), extracted_memories, query_embedding_dim, unavailable). */
+            /** @description With use_memory: the memory bundle (context, recent_messages, summaries, memories (the user's facts), extracted_memories, ranking (when the tenant extracts: the best turns and memories in one ranking, each with its kind), query_embedding_dim, unavailable, notices (what the search could not do, each with a code and a sentence: query_not_embedded while the embedding server does not answer, the reranker's failures)). */
             memory?: {
                 [key: string]: unknown;
             };
@@ -875,6 +875,103 @@ export interface components {
          * @enum {string}
          */
         FormatEnum: "openai" | "langchain";
+        FusedMemory: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "memory";
+            /** Format: uuid */
+            memory_id: string;
+            /** @description fact, preference, event or relation. */
+            memory_kind: string;
+            subject: string;
+            text: string;
+            /** Format: date-time */
+            valid_from: string | null;
+            /**
+             * Format: date-time
+             * @description Set on a memory taken back (only with include_past_memories).
+             */
+            valid_to: string | null;
+            /** @description The messages it was read from. */
+            message_ids: string[];
+            /** @description Their conversations. */
+            conversation_ids: string[];
+            /**
+             * Format: double
+             * @description The memory search's own score.
+             */
+            memory_score: number | null;
+            /**
+             * Format: double
+             * @description The fused score, on one scale with the turns'.
+             */
+            score: number;
+        };
+        /**
+         * @description * `memory` - memory
+         * @enum {string}
+         */
+        FusedMemoryKindEnum: "memory";
+        FusedSearchOut: {
+            query: string;
+            mode: string;
+            scope: string;
+            /** @description Conversations searched. */
+            conversations: number;
+            /** @description Messages the ranking considered. */
+            candidates: number;
+            embedding_model: string;
+            query_embedding_dim: number | null;
+            results: components["schemas"]["FusedSearchResult"][];
+            /** @description True only when the results are in the reranker's order (the tenant configures one, the request did not send rerank=false, and it answered). */
+            reranked: boolean;
+            /** @description The reranker of this search (its model, else its format), answered or not; null when none is configured or the request sent rerank=false. */
+            rerank_model: string | null;
+            /** @description What this answer could not do as configured, each with a code and a sentence (empty: nothing): the results are still the best order the service could give, e.g. ranked by words alone while the embedding server does not answer (query_not_embedded), or in the ranking's order while the reranker fails (rerank_failed) or is not called after a failure (rerank_unavailable). */
+            notices: components["schemas"]["Notice"][];
+            /** @description Memories the ranking considered. */
+            memories_considered: number;
+        };
+        FusedSearchResult: components["schemas"]["FusedTurn"] | components["schemas"]["FusedMemory"];
+        FusedTurn: {
+            message_id: string;
+            conversation_id: string;
+            seq: number;
+            role: string;
+            content: string;
+            /** Format: date-time */
+            created_at: string;
+            metadata: unknown;
+            /**
+             * Format: double
+             * @description Cosine similarity with the query, if embedded.
+             */
+            similarity: number | null;
+            /**
+             * Format: double
+             * @description BM25 score, if the message shares terms with the query.
+             */
+            keyword_score: number | null;
+            /**
+             * Format: double
+             * @description The fused score, on one scale with the memories' (1: the best turn).
+             */
+            score: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            kind: "turn";
+            /** @description The user's memories read from this turn (current ones; past ones too when asked). */
+            memory_ids: string[];
+        };
+        /**
+         * @description * `turn` - turn
+         * @enum {string}
+         */
+        FusedTurnKindEnum: "turn";
         LlmWindowOut: {
             conversation_id: string;
             format: components["schemas"]["FormatEnum"];
@@ -942,6 +1039,12 @@ export interface components {
             /** @description Memories matching the filters (a query: the hits answered). */
             count: number;
             results: components["schemas"]["MemoryOut"][];
+            /** @description True only when a query's hits are in the reranker's order. */
+            reranked: boolean;
+            /** @description The reranker of this search (its model, else its format), answered or not; null when none is configured or the request sent rerank=false. */
+            rerank_model: string | null;
+            /** @description What a query's answer could not do as configured, each with a code and a sentence (empty: nothing): in the ranking's order while the reranker fails (rerank_failed) or is not called after a failure (rerank_unavailable). */
+            notices: components["schemas"]["MemorySearchNotice"][];
         };
         MemoryOut: {
             /** Format: uuid */
@@ -967,6 +1070,10 @@ export interface components {
             updated_at?: string;
             /** Format: double */
             readonly score: number | null;
+        };
+        MemorySearchNotice: {
+            code: string;
+            message: string;
         };
         /**
          * @description One message. OpenAI-style ``tool_calls`` (assistant), ``tool_call_id`` (tool) and ``name`` may be
@@ -1018,6 +1125,10 @@ export interface components {
          * @enum {string}
          */
         ModeEnum: "hybrid" | "semantic" | "keyword";
+        Notice: {
+            code: string;
+            message: string;
+        };
         /** @enum {unknown} */
         NullEnum: null;
         PatchedConversationUpdateRequest: {
@@ -1104,6 +1215,8 @@ export interface components {
             cross_session_trigger?: number;
             /** @description At most MEMORY_MAX_SEARCH_CANDIDATES. */
             candidate_limit?: number;
+            /** @description false: answer the ranking's own order even when the tenant configures a reranker (MEMORY_RERANK_URL). Default: rerank when one is configured. */
+            rerank?: boolean | null;
         };
         /**
          * @description * `auto` - auto
@@ -1125,13 +1238,15 @@ export interface components {
             pending_persist: number | null;
             /** @description There is something to search and every message appended so far is persisted and embedded: search covers the whole history. Poll until true after loading a history; reason says why it is false. */
             searchable: boolean;
-            /** @description Null when searchable; else why not: pending_unknown: the cache does not answer, so the writes not persisted yet are unknown: ask again later; pending_persist: messages were acknowledged but not persisted yet: poll until they are; not_embedded: persisted messages wait for their vector (found by their words already): poll until embedded; no_messages: there is nothing to search: no user or assistant message with content was appended (or every one was erased); append messages before polling. */
+            /** @description Null when searchable; else why not: pending_unknown: the cache does not answer, so the writes not persisted yet are unknown: ask again later; pending_persist: messages were acknowledged but not persisted yet: poll until they are; embedding_unavailable: persisted messages wait for their vector because the embedding server cannot give it now (embedding_waiting says why; found by their words already): they are embedded once it answers, so poll, slowly; not_embedded: persisted messages wait for their vector (found by their words already): poll until embedded; no_messages: there is nothing to search: no user or assistant message with content was appended (or every one was erased); append messages before polling. */
             reason: string | null;
             /**
              * Format: date-time
              * @description When the oldest message still waiting for its vector was persisted.
              */
             oldest_not_embedded_at: string | null;
+            /** @description Why messages wait for their vector beyond the worker's pace: the embedding server failed and is asked again in some seconds, or its configuration cannot work (what to set). Null: nothing stops them. */
+            embedding_waiting: string | null;
         };
         /** @description Which messages a search ranks; AND across fields, OR within a list. */
         SearchFiltersRequest: {
@@ -1179,7 +1294,7 @@ export interface components {
             keyword_score: number | null;
             /**
              * Format: double
-             * @description What the hits are ordered by (the fused rank score in hybrid mode).
+             * @description What the ranking orders the hits by (the fused rank score in hybrid mode); when reranked is true the order is the reranker's instead.
              */
             score: number;
         };
@@ -1194,6 +1309,12 @@ export interface components {
             embedding_model: string;
             query_embedding_dim: number | null;
             results: components["schemas"]["SearchHit"][];
+            /** @description True only when the results are in the reranker's order (the tenant configures one, the request did not send rerank=false, and it answered). */
+            reranked: boolean;
+            /** @description The reranker of this search (its model, else its format), answered or not; null when none is configured or the request sent rerank=false. */
+            rerank_model: string | null;
+            /** @description What this answer could not do as configured, each with a code and a sentence (empty: nothing): the results are still the best order the service could give, e.g. ranked by words alone while the embedding server does not answer (query_not_embedded), or in the ranking's order while the reranker fails (rerank_failed) or is not called after a failure (rerank_unavailable). */
+            notices: components["schemas"]["Notice"][];
         };
         /**
          * @description * `cache` - cache
@@ -1402,6 +1523,72 @@ export interface components {
             dead_letters_erased: number;
             cache_keys_erased: number;
         };
+        /** @description The same search as a JSON body: lists as JSON arrays, ``metadata`` as a JSON object. */
+        UserSearchBodyRequest: {
+            /**
+             * @description Rank the user's extracted memories with their turns, in one list (each result's kind says which): a turn rises with the memories read from it, a memory names the turns it was read from. Off: the turns alone, answered as without this parameter.
+             * @default false
+             */
+            include_memories?: boolean;
+            /**
+             * @description With include_memories: also memories an update or delete took back (valid_to set).
+             * @default false
+             */
+            include_past_memories?: boolean;
+            /**
+             * Format: date-time
+             * @description Messages created at or after this time.
+             */
+            start_date?: string;
+            /**
+             * Format: date-time
+             * @description Messages created at or before this time.
+             */
+            end_date?: string;
+            /** @description user and/or assistant. */
+            role?: string[];
+            /** @description The message's name (metadata name, or the LangChain message's name). At most 50 values of at most 200 characters. */
+            name?: string[];
+            /** @description The conversation's agent_id. At most 50 values of at most 200 characters. */
+            agent_id?: string[];
+            /** @description Only these conversations of the scope (never another user's or tenant's). At most 50 values of at most 200 characters. */
+            conversation_id?: string[];
+            /** @description Equality or "in" on top-level keys of the message's metadata: {"topic": "travel", "lang": {"in": ["en", "es"]}}. At most 10 keys, 50 values a key. */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description The words or question to search for (at most MEMORY_MAX_QUERY_CHARS). */
+            q: string;
+            /**
+             * @description hybrid (default), semantic (vectors) or keyword.
+             *
+             *     * `hybrid` - hybrid
+             *     * `semantic` - semantic
+             *     * `keyword` - keyword
+             */
+            mode?: components["schemas"]["ModeEnum"];
+            /**
+             * @description auto: the conversation, and the user's others while it holds fewer than cross_session_trigger messages.
+             *
+             *     * `auto` - auto
+             *     * `conversation` - conversation
+             *     * `user` - user
+             */
+            scope?: components["schemas"]["SearchBodyScopeEnum"];
+            /** @description At most MEMORY_MAX_PAGE_SIZE. */
+            top_k?: number;
+            /** Format: double */
+            min_similarity?: number;
+            /** @description At most MEMORY_MAX_SEARCH_CANDIDATES. */
+            vector_fetch_limit?: number;
+            /** @description At most MEMORY_MAX_SEARCH_CANDIDATES. */
+            cross_session_trigger?: number;
+            /** @description At most MEMORY_MAX_SEARCH_CANDIDATES. */
+            candidate_limit?: number;
+            /** @description false: answer the ranking's own order even when the tenant configures a reranker (MEMORY_RERANK_URL). Default: rerank when one is configured. */
+            rerank?: boolean | null;
+        };
+        UserSearchOut: components["schemas"]["SearchOut"] | components["schemas"]["FusedSearchOut"];
         UserSearchStatus: {
             /** @description The model whose vectors are counted; null: the tenant searches by words only. */
             embedding_model: string | null;
@@ -1415,13 +1602,15 @@ export interface components {
             pending_persist: number | null;
             /** @description There is something to search and every message appended so far is persisted and embedded: search covers the whole history. Poll until true after loading a history; reason says why it is false. */
             searchable: boolean;
-            /** @description Null when searchable; else why not: pending_unknown: the cache does not answer, so the writes not persisted yet are unknown: ask again later; pending_persist: messages were acknowledged but not persisted yet: poll until they are; not_embedded: persisted messages wait for their vector (found by their words already): poll until embedded; no_messages: there is nothing to search: no user or assistant message with content was appended (or every one was erased); append messages before polling. */
+            /** @description Null when searchable; else why not: pending_unknown: the cache does not answer, so the writes not persisted yet are unknown: ask again later; pending_persist: messages were acknowledged but not persisted yet: poll until they are; embedding_unavailable: persisted messages wait for their vector because the embedding server cannot give it now (embedding_waiting says why; found by their words already): they are embedded once it answers, so poll, slowly; not_embedded: persisted messages wait for their vector (found by their words already): poll until embedded; no_messages: there is nothing to search: no user or assistant message with content was appended (or every one was erased); append messages before polling. */
             reason: string | null;
             /**
              * Format: date-time
              * @description When the oldest message still waiting for its vector was persisted.
              */
             oldest_not_embedded_at: string | null;
+            /** @description Why messages wait for their vector beyond the worker's pace: the embedding server failed and is asked again in some seconds, or its configuration cannot work (what to set). Null: nothing stops them. */
+            embedding_waiting: string | null;
             user_id: string;
         };
         WindowOut: {
@@ -3551,6 +3740,8 @@ export interface operations {
                 name?: string[];
                 /** @description The words or question to search for (at most MEMORY_MAX_QUERY_CHARS). */
                 q: string;
+                /** @description false: answer the ranking's own order even when the tenant configures a reranker (MEMORY_RERANK_URL). Default: rerank when one is configured. */
+                rerank?: boolean | null;
                 /** @description user and/or assistant. */
                 role?: string[];
                 /**
@@ -5739,6 +5930,8 @@ export interface operations {
                 offset?: number;
                 /** @description Rank by this text (hybrid search); top_k hits. */
                 query?: string;
+                /** @description With a query, false answers the ranking's own order even when the tenant configures a reranker (MEMORY_RERANK_URL). Default: rerank when one is configured. */
+                rerank?: boolean | null;
                 /** @description Only memories holding from this time on (ISO 8601). */
                 start_date?: string;
                 /** @description Only memories about this subject (case aside). */
@@ -6154,6 +6347,10 @@ export interface operations {
                 cross_session_trigger?: number;
                 /** @description Messages created at or before this time. */
                 end_date?: string;
+                /** @description Rank the user's extracted memories with their turns, in one list (each result's kind says which): a turn rises with the memories read from it, a memory names the turns it was read from. Off: the turns alone, answered as without this parameter. */
+                include_memories?: boolean;
+                /** @description With include_memories: also memories an update or delete took back (valid_to set). */
+                include_past_memories?: boolean;
                 /** @description URL-encoded JSON. Equality or "in" on top-level keys of the message's metadata: {"topic": "travel", "lang": {"in": ["en", "es"]}}. At most 10 keys, 50 values a key. */
                 metadata?: string;
                 min_similarity?: number;
@@ -6169,6 +6366,8 @@ export interface operations {
                 name?: string[];
                 /** @description The words or question to search for (at most MEMORY_MAX_QUERY_CHARS). */
                 q: string;
+                /** @description false: answer the ranking's own order even when the tenant configures a reranker (MEMORY_RERANK_URL). Default: rerank when one is configured. */
+                rerank?: boolean | null;
                 /** @description user and/or assistant. */
                 role?: string[];
                 /**
@@ -6199,7 +6398,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SearchOut"];
+                    "application/json": components["schemas"]["UserSearchOut"];
                 };
             };
             /** @description validation_error, parse_error or limit_exceeded: error.message and error.details name the field (and, for a limit, the bound and its setting). */
@@ -6287,7 +6486,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SearchBodyRequest"];
+                "application/json": components["schemas"]["UserSearchBodyRequest"];
             };
         };
         responses: {
@@ -6296,7 +6495,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SearchOut"];
+                    "application/json": components["schemas"]["UserSearchOut"];
                 };
             };
             /** @description validation_error, parse_error or limit_exceeded: error.message and error.details name the field (and, for a limit, the bound and its setting). */

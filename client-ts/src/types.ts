@@ -54,6 +54,13 @@ export type SearchRequest = Schemas["SearchBodyRequest"];
 export type SearchResult = Schemas["SearchOut"];
 export type SearchHit = Schemas["SearchHit"];
 export type SearchStatus = Schemas["UserSearchStatus"];
+export type UserSearchRequest = Schemas["UserSearchBodyRequest"];
+/** The user search with the user's memories: turns and memories in one ranking, best first. */
+export type FusedSearchResult = Schemas["FusedSearchOut"];
+/** One result of it: a turn (`kind` `"turn"`, with `memory_ids`) or a memory (`kind` `"memory"`, with `message_ids`). */
+export type FusedSearchHit = Schemas["FusedSearchResult"];
+export type FusedTurn = Schemas["FusedTurn"];
+export type FusedMemory = Schemas["FusedMemory"];
 export type Summary = Schemas["SummaryOut"];
 export type SummaryCreated = Schemas["SummaryCreatedOut"];
 export type Fact = Schemas["FactOut"];

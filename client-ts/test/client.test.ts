@@ -355,6 +355,18 @@ describe("the rest of the API", () => {
     assert.match(found.results[0]!.content, /flamenco/);
     const filtered = await memory.searchUser(user, "tapas", { mode: "keyword", role: ["assistant"] });
     assert.deepEqual(filtered.results.map((hit) => hit.role), ["assistant"]);
+    // With memories asked for: one ranking whose results say their kind (this tenant extracts none).
+    const fused = await memory.searchUserWithMemories(user, "tapas", { mode: "keyword", top_k: 2 });
+    assert.equal(fused.memories_considered, 0);
+    assert.deepEqual(fused.results.map((hit) => hit.kind), ["turn", "turn"]);
+    const turn = fused.results[0]!;
+    assert.ok(turn.kind === "turn" && /tapas/.test(turn.content) && turn.memory_ids.length === 0);
+    const fusedFiltered = await memory.searchUserWithMemories(user, "tapas", {
+      mode: "keyword",
+      role: ["assistant"],
+      include_past_memories: true,
+    });
+    assert.deepEqual(fusedFiltered.results.map((hit) => (hit.kind === "turn" ? hit.role : hit.kind)), ["assistant"]);
     const coverage = await memory.searchStatus(user);
     assert.equal(coverage.user_id, user);
 

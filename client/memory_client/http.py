@@ -333,6 +333,44 @@ class SearchResult(TypedDict):
     results: list[SearchHit]
 
 
+class FusedTurnHit(SearchHit):
+    """A turn of the user search with memories: the message hit, ``memory_ids`` the user's memories read from it."""
+
+    kind: Literal["turn"]
+    memory_ids: list[str]
+
+
+class FusedMemoryHit(TypedDict):
+    """A memory of the user search with memories: ``message_ids`` the turns it was read from."""
+
+    kind: Literal["memory"]
+    memory_id: str
+    memory_kind: str
+    subject: str
+    text: str
+    valid_from: str | None
+    valid_to: str | None
+    message_ids: list[str]
+    conversation_ids: list[str]
+    memory_score: float | None
+    score: float
+
+
+class FusedSearchResult(TypedDict):
+    """Turns and memories in one ranking, best first (each result's ``kind`` says which), with what
+    the turns' search covered and how many memories were considered."""
+
+    query: str
+    mode: str
+    scope: str
+    conversations: int
+    candidates: int
+    embedding_model: str
+    query_embedding_dim: int | None
+    results: list[FusedTurnHit | FusedMemoryHit]
+    memories_considered: int
+
+
 class Summary(TypedDict):
     text: str
     model: str
@@ -1327,6 +1365,47 @@ class MemoryClient:
             self._search_user_call(user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit, filters)
         )
 
+    def search_user_with_memories(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        include_past_memories: bool | None = None,
+        mode: SearchMode | None = None,
+        top_k: int | None = None,
+        min_similarity: float | None = None,
+        vector_fetch_limit: int | None = None,
+        candidate_limit: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> FusedSearchResult:
+        """The user search with the user's extracted memories ranked beside the turns, in one list
+        best first (``include_memories=true``): each result's ``kind`` is ``"turn"`` (a message hit,
+        with the ids of the memories read from it) or ``"memory"`` (with the ids of the messages it
+        was read from). Current memories only unless ``include_past_memories``. The filters narrow
+        the turns; of them, ``conversation_id`` narrows the memories too."""
+        call = self._search_user_call(
+            user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit, filters, True, include_past_memories
+        )
+        return self._send(call)
+
+    async def asearch_user_with_memories(
+        self,
+        user_id: str,
+        query: str,
+        *,
+        include_past_memories: bool | None = None,
+        mode: SearchMode | None = None,
+        top_k: int | None = None,
+        min_similarity: float | None = None,
+        vector_fetch_limit: int | None = None,
+        candidate_limit: int | None = None,
+        filters: SearchFilters | None = None,
+    ) -> FusedSearchResult:
+        call = self._search_user_call(
+            user_id, query, mode, top_k, min_similarity, vector_fetch_limit, candidate_limit, filters, True, include_past_memories
+        )
+        return await self._asend(call)
+
     # --- summaries ------------------------------------------------------------------------------
 
     def summaries(self, conversation_id: str, *, limit: int | None = None) -> list[Summary]:
@@ -1721,6 +1800,8 @@ class MemoryClient:
         vector_fetch_limit: int | None,
         candidate_limit: int | None,
         filters: SearchFilters | None,
+        include_memories: bool | None = None,
+        include_past_memories: bool | None = None,
     ) -> _Call:
         options = _params(
             mode=mode,
@@ -1728,6 +1809,8 @@ class MemoryClient:
             min_similarity=min_similarity,
             vector_fetch_limit=vector_fetch_limit,
             candidate_limit=candidate_limit,
+            include_memories=include_memories,
+            include_past_memories=include_past_memories,
         )
         return _search_request(_user_path(user_id, "search"), {"q": query, **options}, filters)
 

@@ -236,7 +236,12 @@ def _default_cell(variable: Variable) -> str:
 def _override_rule(name: str, kind: str, shares: tuple[str, ...], code_naming: tuple[str, ...]) -> str:
     """What ``tenants.models.validate_setting_overrides`` accepts for ``name``."""
     if name == "MEMORY_EMBEDDING_MODEL":
-        return 'the name of a model the deployment offers (search.embeddings.MODELS), or "" for none'
+        return (
+            'the name of a model the deployment offers (search.embeddings.MODELS), "openai:<model>" for a model on '
+            'an OpenAI-compatible server, or "" for none'
+        )
+    if name == "MEMORY_EMBEDDING_BASE_URL":
+        return 'an http(s) URL the egress policy lets tenants reach (MEMORY_EGRESS_ALLOWED_NETWORKS), or ""'
     if name == "MEMORY_SUMMARY_MODEL":
         return '"provider:model" with a provider of summaries.summarizer.PROVIDERS, or "" for the rule-based summary'
     if name == "MEMORY_SEARCH_MODE":
@@ -245,6 +250,12 @@ def _override_rule(name: str, kind: str, shares: tuple[str, ...], code_naming: t
         return '"provider:model" (init_chat_model\'s), or "" for none'
     if name == "MEMORY_CHAT_BASE_URL":
         return 'an http(s) URL the egress policy lets tenants reach (MEMORY_EGRESS_ALLOWED_NETWORKS), or ""'
+    if name == "MEMORY_RERANK_URL":
+        return 'an http(s) URL the egress policy lets tenants reach (MEMORY_EGRESS_ALLOWED_NETWORKS), or "" for none'
+    if name == "MEMORY_RERANK_API":
+        return "tei or cohere"
+    if name == "MEMORY_RERANK_MODEL":
+        return 'a model name (letters, digits and . : / @ + - _), or ""'
     if name in shares:
         return "a number from 0 to 1"
     if kind == "bool":

@@ -40,6 +40,13 @@ class MemoryQuerySerializer(PageQuerySerializer):
     )
     start_date = DateTimeField(required=False, help_text="Only memories holding from this time on (ISO 8601).")
     end_date = DateTimeField(required=False, help_text="Only memories holding from this time or before.")
+    rerank = serializers.BooleanField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="With a query, false answers the ranking's own order even when the tenant configures a reranker "
+        "(MEMORY_RERANK_URL). Default: rerank when one is configured.",
+    )
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
         if hasattr(data, "getlist"):  # a query string: the repeated parameter as a list
@@ -121,11 +128,28 @@ class MemoryDetailOutSerializer(MemoryOutSerializer):
         return MemoryChangeOutSerializer(self.context.get("history", []), many=True).data
 
 
+class MemorySearchNoticeSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
 class MemoryListOutSerializer(serializers.Serializer):
     user_id = serializers.CharField()
     extraction = ExtractionStatusSerializer()
     count = serializers.IntegerField(help_text="Memories matching the filters (a query: the hits answered).")
     results = MemoryOutSerializer(many=True)
+    reranked = serializers.BooleanField(help_text="True only when a query's hits are in the reranker's order.")
+    rerank_model = serializers.CharField(
+        allow_null=True,
+        help_text="The reranker of this search (its model, else its format), answered or not; null when none is "
+        "configured or the request sent rerank=false.",
+    )
+    notices = MemorySearchNoticeSerializer(
+        many=True,
+        help_text="What a query's answer could not do as configured, each with a code and a sentence (empty: nothing): "
+        "in the ranking's order while the reranker fails (rerank_failed) or is not called after a failure "
+        "(rerank_unavailable).",
+    )
 
 
 class MemoryCorrectionSerializer(serializers.Serializer):

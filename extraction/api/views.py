@@ -52,10 +52,14 @@ def memory_list_answer(*, tenant: Tenant, user_id: str, values: dict[str, Any]) 
         start_date=values.get("start_date"),
         end_date=values.get("end_date"),
     )
+    searched = selectors.MemorySearchResult(hits=[])
     try:
         if values.get("query"):
             top_k = values.get("top_k") or int(tenant.setting("MEMORY_TOP_K"))
-            hits = selectors.memories_search(tenant=tenant, user_id=user_id, query=values["query"], top_k=top_k, filters=filters)
+            searched = selectors.memories_search_result(
+                tenant=tenant, user_id=user_id, query=values["query"], top_k=top_k, filters=filters, rerank=values.get("rerank")
+            )
+            hits = searched.hits
             memories = [hit.memory for hit in hits]
             results = memories_out(tenant, memories, scores={hit.memory.pk: hit.score for hit in hits})
             count = len(memories)
@@ -66,7 +70,15 @@ def memory_list_answer(*, tenant: Tenant, user_id: str, values: dict[str, Any]) 
             count = listed.count()
     except DatabaseError as error:
         raise _database_unavailable() from error
-    return {"user_id": user_id, "extraction": selectors.extraction_status(tenant), "count": count, "results": results}
+    return {
+        "user_id": user_id,
+        "extraction": selectors.extraction_status(tenant),
+        "count": count,
+        "results": results,
+        "reranked": searched.reranked,
+        "rerank_model": searched.rerank_model,
+        "notices": searched.notices,
+    }
 
 
 class MemoryListView(TenantAPIView):

@@ -1,11 +1,16 @@
 """What the memory features' endpoints take and answer: the context (with long-term memory and the
-latest checkpoint), the erase of a user, and the conversation with its search coverage."""
+latest checkpoint), the erase of a user, the conversation with its search coverage, and the user
+search with the user's extracted memories ranked beside the turns (``memory.fused``)."""
 
+from datetime import datetime
 from typing import Any
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from conversations.api.serializers import LLM_FORMATS, MAX_BUDGET, MAX_TURNS, check_text
+from memory import fused
+from search.api import serializers as search_serializers
 from search.api.filters import SearchFiltersSerializer
 
 
@@ -106,6 +111,119 @@ class ContextOutSerializer(serializers.Serializer):
     memory = serializers.DictField(
         required=False,
         help_text="With use_memory: the memory bundle (context, recent_messages, summaries, memories (the user's facts), "
-        "extracted_memories, query_embedding_dim, unavailable).",
+        "extracted_memories, ranking (when the tenant extracts: the best turns and memories in one ranking, each with "
+        "its kind), query_embedding_dim, unavailable, notices (what the search could not do, each with a code and "
+        "a sentence: query_not_embedded while the embedding server does not answer, the reranker's failures)).",
     )
     rendered_prompt = serializers.CharField(required=False, help_text="With use_memory: the prompt assembled from the bundle.")
+
+
+# --- The user search with memories ------------------------------------------------------------------
+
+
+class _MemoriesParameters(serializers.Serializer):
+    include_memories = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Rank the user's extracted memories with their turns, in one list (each result's kind says which): "
+        "a turn rises with the memories read from it, a memory names the turns it was read from. Off: the turns alone, "
+        "answered as without this parameter.",
+    )
+    include_past_memories = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="With include_memories: also memories an update or delete took back (valid_to set).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        if attrs.get("include_past_memories") and not attrs.get("include_memories"):
+            raise serializers.ValidationError({"include_past_memories": "Only with include_memories=true."})
+        return attrs
+
+
+class UserSearchQuerySerializer(_MemoriesParameters, search_serializers.SearchQuerySerializer):
+    pass
+
+
+class UserSearchBodySerializer(_MemoriesParameters, search_serializers.SearchBodySerializer):
+    pass
+
+
+class FusedTurnSerializer(search_serializers.SearchHitSerializer):
+    kind = serializers.ChoiceField(choices=["turn"])
+    memory_ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        help_text="The user's memories read from this turn (current ones; past ones too when asked).",
+    )
+    score = serializers.FloatField(help_text="The fused score, on one scale with the memories' (1: the best turn).")
+
+
+class FusedMemorySerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["memory"])
+    memory_id = serializers.UUIDField()
+    memory_kind = serializers.CharField(help_text="fact, preference, event or relation.")
+    subject = serializers.CharField()
+    text = serializers.CharField()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(
+        allow_null=True, help_text="Set on a memory taken back (only with include_past_memories)."
+    )
+    message_ids = serializers.ListField(child=serializers.UUIDField(), help_text="The messages it was read from.")
+    conversation_ids = serializers.ListField(child=serializers.CharField(), help_text="Their conversations.")
+    memory_score = serializers.FloatField(allow_null=True, help_text="The memory search's own score.")
+    score = serializers.FloatField(help_text="The fused score, on one scale with the turns'.")
+
+
+FUSED_RESULT = PolymorphicProxySerializer(
+    component_name="FusedSearchResult",
+    serializers={"turn": FusedTurnSerializer, "memory": FusedMemorySerializer},
+    resource_type_field_name="kind",
+    many=True,
+)
+
+
+class FusedSearchOutSerializer(search_serializers.SearchOutSerializer):
+    results = FUSED_RESULT
+    memories_considered = serializers.IntegerField(help_text="Memories the ranking considered.")
+
+
+USER_SEARCH_OUT = PolymorphicProxySerializer(
+    component_name="UserSearchOut",
+    serializers=[search_serializers.SearchOutSerializer, FusedSearchOutSerializer],
+    resource_type_field_name=None,
+)
+
+
+def fused_answer(query: str, result: fused.FusedResult) -> dict[str, Any]:
+    """The user search's answer with memories: the turns' answer, its results the fused hits."""
+    results = []
+    for hit in result.hits:
+        if hit.turn is not None:
+            turn = search_serializers.SearchHitSerializer(hit.turn).data
+            results.append({"kind": "turn", **turn, "score": hit.score, "memory_ids": list(hit.memory_ids)})
+            continue
+        memory = hit.memory
+        results.append(
+            {
+                "kind": "memory",
+                "memory_id": memory.memory_id,
+                "memory_kind": memory.memory_kind,
+                "subject": memory.subject,
+                "text": memory.text,
+                "valid_from": _time(memory.valid_from),
+                "valid_to": _time(memory.valid_to),
+                "message_ids": memory.message_ids,
+                "conversation_ids": memory.conversation_ids,
+                "memory_score": memory.score,
+                "score": hit.score,
+            }
+        )
+    return search_serializers.search_answer(query, result.search) | {
+        "results": results,
+        "memories_considered": result.memories_considered,
+    }
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else serializers.DateTimeField().to_representation(value)

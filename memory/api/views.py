@@ -1,5 +1,6 @@
 """The memory features' endpoints, on the API's base view (``conversations.api.views.TenantAPIView``):
-the context with long-term memory, the conversation with its search coverage, the erase of a user."""
+the context with long-term memory, the conversation with its search coverage, the erase of a user,
+the user search with the user's extracted memories (``memory.fused``) when asked."""
 
 from typing import Any
 
@@ -14,11 +15,14 @@ from conversations.api.serializers import ConversationSerializer
 from conversations.api.views import TenantAPIView, _conversation_id
 from core.exceptions import LimitExceeded, NotFound
 from memory import context as memory_context
-from memory import erase
+from memory import erase, fused
 from memory.api import serializers
 from search import coverage as search_coverage
 from search.api import coverage as search_coverage_api
+from search.api import views as search_views
+from search.selectors import SearchRequest
 from tenants.models import Tenant
+from tenants.usage import usage_record
 
 
 class ConversationDetailView(conversation_views.ConversationDetailView):
@@ -31,6 +35,46 @@ class ConversationDetailView(conversation_views.ConversationDetailView):
         return Response(
             ConversationSerializer(conversation).data | {"search_coverage": search_coverage_api.coverage_answer(found)}
         )
+
+
+class UserSearchView(search_views.UserSearchView):
+    """The user search (``search``), with the user's extracted memories ranked beside the turns when
+    ``include_memories`` is true (``memory.fused``); without it, the search's own answer."""
+
+    @extend_schema(
+        parameters=[serializers.UserSearchQuerySerializer],
+        responses=serializers.USER_SEARCH_OUT,
+        description="Search every conversation of one user (the user_id given when its messages were appended); "
+        "conversation_id narrows it to some of them. With include_memories=true the user's extracted memories are "
+        "ranked with the turns, in one list whose results each say their kind (turn or memory).",
+    )
+    def get(self, request: Request, user_id: str) -> Response:
+        return self._search(request, conversation_id=None, user_id=user_id)
+
+    @extend_schema(
+        request=serializers.UserSearchBodySerializer,
+        responses=serializers.USER_SEARCH_OUT,
+        description="The same search with its parameters and filters in a JSON body.",
+    )
+    def post(self, request: Request, user_id: str) -> Response:
+        return self._search(request, conversation_id=None, user_id=user_id)
+
+    def _search(self, request: Request, *, conversation_id: str | None, user_id: str | None) -> Response:
+        if request.method == "POST":
+            parameters = serializers.UserSearchBodySerializer(data=request.data)
+        else:
+            parameters = serializers.UserSearchQuerySerializer(data=request.query_params)
+        parameters.is_valid(raise_exception=True)
+        values = dict(parameters.validated_data)
+        include_memories, include_past = values.pop("include_memories"), values.pop("include_past_memories")
+        if not include_memories:
+            return self._answer(values, conversation_id=conversation_id, user_id=user_id)
+        text = values.pop("q")
+        values.setdefault("scope", "user")
+        search_request = SearchRequest.for_tenant(self.tenant, query=text, **values)
+        result = fused.user_search_fused(tenant=self.tenant, request=search_request, user_id=user_id, include_past=include_past)
+        usage_record(tenant=self.tenant, searches=1)
+        return Response(serializers.fused_answer(text, result))
 
 
 class UserView(TenantAPIView):

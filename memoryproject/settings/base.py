@@ -350,6 +350,12 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_DB_REUSE_MAX = 1_000_000
 CELERY_BEAT_SCHEDULE = {
     "cache-repair-sweep": {"task": "conversations.tasks.cache_repair_sweep", "schedule": 15.0},
+    # Conversations waiting for an embedding server that could not answer, queued again once it may be called.
+    "embeddings-resume": {
+        "task": "search.tasks.embeddings_resume",
+        "schedule": 10.0,
+        "options": {"queue": MEMORY_DERIVED_QUEUE},
+    },
     # Vectors missed by a failed publish or a stopped worker.
     "embeddings-backfill": {
         "task": "search.tasks.embeddings_backfill",
@@ -403,7 +409,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # A memory's kind is one enum wherever it appears (the other "kind" fields have other choices).
-    "ENUM_NAME_OVERRIDES": {"MemoryKindEnum": "extraction.models.MemoryKind"},
+    # One name for the search's scopes, which the conversation's and the user's search bodies share.
+    "ENUM_NAME_OVERRIDES": {"MemoryKindEnum": "extraction.models.MemoryKind", "SearchBodyScopeEnum": "search.selectors.SCOPES"},
     # One tag per resource, in this order (conversations.api.schema.path_tag gives each operation its tag).
     "TAGS": [
         {"name": "conversations", "description": "Create, list, read, update and erase conversations."},
@@ -465,10 +472,33 @@ MEMORY_CROSS_SESSION_TRIGGER = env.int("MEMORY_CROSS_SESSION_TRIGGER", default=5
 MEMORY_MAX_CHECKPOINTS = env.int("MEMORY_MAX_CHECKPOINTS", default=20)
 
 # --- Long-term memory: vectors, search, summaries -------------------------------------------------
-# The embedding model: an entry of search.embeddings.MODELS ("" turns embeddings off).
+# The embedding model: an entry of search.embeddings.MODELS, run in this process, or "openai:<model>",
+# a model on an OpenAI-compatible server (MEMORY_EMBEDDING_BASE_URL: Text Embeddings Inference, vLLM,
+# Ollama, a gateway; empty: OpenAI's own API). "" turns embeddings off.
 MEMORY_EMBEDDING_MODEL = env.str("MEMORY_EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
-# Messages embedded in one call of the model by the derived-memory worker.
+# The embedding server of an "openai:<model>" model, ending in /v1 (e.g. http://tei.internal:8080/v1).
+# A tenant's own passes the egress policy and is called with the tenant's openai credential only.
+MEMORY_EMBEDDING_BASE_URL = env.str("MEMORY_EMBEDDING_BASE_URL", default="")
+# The vectors' length to ask a server for (models that can shorten theirs, e.g. text-embedding-3-*),
+# and the length every vector answered must have; 0: the model's own. Changing it needs a re-index
+# (manage.py reembed --tenant <slug> --reindex): vectors of another length are never stored beside the old ones.
+MEMORY_EMBEDDING_DIMENSIONS = env.int("MEMORY_EMBEDDING_DIMENSIONS", default=0)
+# Messages embedded in one call of the model by the derived-memory worker (texts per request to a server).
 MEMORY_EMBEDDING_BATCH = env.int("MEMORY_EMBEDDING_BATCH", default=64)
+# Seconds one call to the embedding server may take.
+MEMORY_EMBEDDING_TIMEOUT = env.float("MEMORY_EMBEDDING_TIMEOUT", default=10.0)
+# Retries after a failed call to the embedding server (exponential backoff, honouring its Retry-After);
+# then the messages wait for their vector and the breaker opens.
+MEMORY_EMBEDDING_MAX_RETRIES = env.int("MEMORY_EMBEDDING_MAX_RETRIES", default=2)
+# Seconds a search's query (or a store item) waits on the embedding server, asked once: past it the
+# search answers by its words alone and says so (notice query_not_embedded).
+MEMORY_EMBEDDING_QUERY_TIMEOUT = env.float("MEMORY_EMBEDDING_QUERY_TIMEOUT", default=2.0)
+# Seconds every process leaves the embedding server alone after a call failed (a down server costs
+# one timeout per interval); the messages meanwhile wait, and are embedded once it answers.
+MEMORY_EMBEDDING_BREAKER_SECONDS = env.float("MEMORY_EMBEDDING_BREAKER_SECONDS", default=30.0)
+# Characters of a text sent to an embedding server at most (servers refuse texts past their model's
+# context; the local model reads 256 word pieces, about 1,000 characters). 0: no cut.
+MEMORY_EMBEDDING_MAX_CHARS = env.int("MEMORY_EMBEDDING_MAX_CHARS", default=8_000)
 # Threads one process gives the local embedding model (0: the library's default, every core). A
 # query is a few tokens: split over threads it waits on them, and a busy server has other requests
 # for the other cores (one thread: 9 ms a query on this machine's 2 loaded cores, two: 33 ms).
@@ -496,6 +526,24 @@ MEMORY_SEARCH_SPEAKER_WEIGHT = env.float("MEMORY_SEARCH_SPEAKER_WEIGHT", default
 MEMORY_SEARCH_DATE_WEIGHT = env.float("MEMORY_SEARCH_DATE_WEIGHT", default=0.2)
 # Per process: vectors kept in memory between searches, checked against PostgreSQL on each (0: off).
 MEMORY_VECTOR_CACHE_MB = env.int("MEMORY_VECTOR_CACHE_MB", default=128)
+# Reranking (search/rerank.py): the endpoint of a cross-encoder reranking server that reorders the
+# best MEMORY_RERANK_TOP_N hits of a search ("": off). A tenant's own URL passes the egress policy.
+MEMORY_RERANK_URL = env.str("MEMORY_RERANK_URL", default="")
+# The reranking server's wire format: "tei" (Text Embeddings Inference's /rerank) or "cohere" (the
+# /v1/rerank of Cohere, Jina, Voyage and the servers that copy it).
+MEMORY_RERANK_API = env.str("MEMORY_RERANK_API", default="tei")
+# The model the "cohere" format names in its requests ("tei" serves one model and names none).
+MEMORY_RERANK_MODEL = env.str("MEMORY_RERANK_MODEL", default="")
+# How many of the hybrid order's best hits are reranked (at most 200); the rest follow in hybrid order.
+MEMORY_RERANK_TOP_N = env.int("MEMORY_RERANK_TOP_N", default=30)
+# Seconds a rerank call may wait on each of connecting, sending and reading (at most 10) before the
+# search answers the hybrid order with a notice.
+MEMORY_RERANK_TIMEOUT = env.float("MEMORY_RERANK_TIMEOUT", default=2.0)
+# Seconds the reranker is not called after a call failed (core/breaker.py; 0: called every time).
+MEMORY_RERANK_BREAKER_SECONDS = env.float("MEMORY_RERANK_BREAKER_SECONDS", default=30.0)
+# The deployment's key for the deployment's MEMORY_RERANK_URL, sent as a bearer token when the tenant
+# stores no "rerank" credential; never sent to a URL a tenant chose.
+MEMORY_RERANK_API_KEY = env.str("MEMORY_RERANK_API_KEY", default="")
 # The chat model of LLM summaries ("" = the rule-based summary): "openai:gpt-4o-mini" or "module:factory"
 # (the code-naming form, here and in MEMORY_EMBEDDING_MODEL, is the deployment's alone: never a tenant override).
 MEMORY_SUMMARY_MODEL = env.str("MEMORY_SUMMARY_MODEL", default="")
@@ -655,7 +703,7 @@ MEMORY_EXTRACTION_DAILY_CALLS = env.int("MEMORY_EXTRACTION_DAILY_CALLS", default
 MEMORY_EXTRACTION_DAILY_TOKENS = env.int("MEMORY_EXTRACTION_DAILY_TOKENS", default=4_000_000)
 
 # --- Secrets and egress ---------------------------------------------------------------------------
-# What a tenant's own URLs (MEMORY_CHAT_BASE_URL) may reach although the egress policy
+# What a tenant's own URLs (MEMORY_CHAT_BASE_URL, MEMORY_EMBEDDING_BASE_URL, MEMORY_RERANK_URL) may reach although the egress policy
 # (tenants/egress.py) refuses it: a self-hosted model server on a private network. Comma-separated
 # entries [scheme://]host[:port], the host an address, a CIDR network (no port) or a name, e.g.
 # "http://127.0.0.1:11434,https://vllm.internal:8443,10.20.0.0/16" (an entry without a port allows every
@@ -688,6 +736,14 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_MAX_CHECKPOINTS",
     "MEMORY_MAX_TURNS_PROMPT",
     "MEMORY_EMBEDDING_MODEL",
+    "MEMORY_EMBEDDING_BASE_URL",
+    "MEMORY_EMBEDDING_DIMENSIONS",
+    "MEMORY_EMBEDDING_BATCH",
+    "MEMORY_EMBEDDING_TIMEOUT",
+    "MEMORY_EMBEDDING_MAX_RETRIES",
+    "MEMORY_EMBEDDING_QUERY_TIMEOUT",
+    "MEMORY_EMBEDDING_BREAKER_SECONDS",
+    "MEMORY_EMBEDDING_MAX_CHARS",
     "MEMORY_SEARCH_MODE",
     "MEMORY_SEARCH_CANDIDATE_LIMIT",
     "MEMORY_SEARCH_VECTOR_WEIGHT",
@@ -695,6 +751,12 @@ MEMORY_TENANT_OVERRIDABLE = (
     "MEMORY_SEARCH_SESSION_WEIGHT",
     "MEMORY_SEARCH_SPEAKER_WEIGHT",
     "MEMORY_SEARCH_DATE_WEIGHT",
+    "MEMORY_RERANK_URL",
+    "MEMORY_RERANK_API",
+    "MEMORY_RERANK_MODEL",
+    "MEMORY_RERANK_TOP_N",
+    "MEMORY_RERANK_TIMEOUT",
+    "MEMORY_RERANK_BREAKER_SECONDS",
     "MEMORY_SUMMARY_MODEL",
     "MEMORY_RETENTION_DAYS",
     "MEMORY_RATE_LIMIT",

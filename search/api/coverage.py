@@ -39,6 +39,11 @@ class SearchCoverageSerializer(serializers.Serializer):
     oldest_not_embedded_at = serializers.DateTimeField(
         allow_null=True, help_text="When the oldest message still waiting for its vector was persisted."
     )
+    embedding_waiting = serializers.CharField(
+        allow_null=True,
+        help_text="Why messages wait for their vector beyond the worker's pace: the embedding server failed and is "
+        "asked again in some seconds, or its configuration cannot work (what to set). Null: nothing stops them.",
+    )
 
 
 class UserSearchStatusSerializer(SearchCoverageSerializer):
@@ -66,4 +71,5 @@ def coverage_answer(found: coverage.SearchCoverage) -> dict[str, Any]:
         "oldest_not_embedded_at": serializers.DateTimeField().to_representation(found.oldest_not_embedded_at)
         if found.oldest_not_embedded_at
         else None,
+        "embedding_waiting": found.embedding_waiting,
     }

@@ -32,6 +32,13 @@ class SearchQuerySerializer(SearchFiltersSerializer):
     )
     candidate_limit = serializers.IntegerField(required=False, min_value=0, help_text="At most MEMORY_MAX_SEARCH_CANDIDATES.")
     metadata = MetadataQueryField(required=False, help_text=f"URL-encoded JSON. {METADATA_HELP}")
+    rerank = serializers.BooleanField(
+        required=False,
+        default=None,
+        allow_null=True,
+        help_text="false: answer the ranking's own order even when the tenant configures a reranker "
+        "(MEMORY_RERANK_URL). Default: rerank when one is configured.",
+    )
 
     def validate_q(self, value: str) -> str:
         return _check_length(value, field="q", limit=settings.MEMORY_MAX_QUERY_CHARS, setting="MEMORY_MAX_QUERY_CHARS")
@@ -81,7 +88,15 @@ class SearchHitSerializer(serializers.Serializer):
     metadata = serializers.JSONField()
     similarity = serializers.FloatField(allow_null=True, help_text="Cosine similarity with the query, if embedded.")
     keyword_score = serializers.FloatField(allow_null=True, help_text="BM25 score, if the message shares terms with the query.")
-    score = serializers.FloatField(help_text="What the hits are ordered by (the fused rank score in hybrid mode).")
+    score = serializers.FloatField(
+        help_text="What the ranking orders the hits by (the fused rank score in hybrid mode); when reranked is "
+        "true the order is the reranker's instead."
+    )
+
+
+class NoticeSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
 
 
 class SearchOutSerializer(serializers.Serializer):
@@ -93,6 +108,22 @@ class SearchOutSerializer(serializers.Serializer):
     embedding_model = serializers.CharField()
     query_embedding_dim = serializers.IntegerField(allow_null=True)
     results = SearchHitSerializer(many=True)
+    reranked = serializers.BooleanField(
+        help_text="True only when the results are in the reranker's order (the tenant configures one, the request "
+        "did not send rerank=false, and it answered)."
+    )
+    rerank_model = serializers.CharField(
+        allow_null=True,
+        help_text="The reranker of this search (its model, else its format), answered or not; null when none is "
+        "configured or the request sent rerank=false.",
+    )
+    notices = NoticeSerializer(
+        many=True,
+        help_text="What this answer could not do as configured, each with a code and a sentence (empty: nothing): "
+        "the results are still the best order the service could give, e.g. ranked by words alone while the "
+        "embedding server does not answer (query_not_embedded), or in the ranking's order while the reranker fails "
+        "(rerank_failed) or is not called after a failure (rerank_unavailable).",
+    )
 
 
 def search_answer(query: str, result: Any) -> dict[str, Any]:
@@ -105,4 +136,7 @@ def search_answer(query: str, result: Any) -> dict[str, Any]:
         "embedding_model": result.embedding_model,
         "query_embedding_dim": result.query_embedding_dim,
         "results": SearchHitSerializer(result.hits, many=True).data,
+        "reranked": result.reranked,
+        "rerank_model": result.rerank_model,
+        "notices": list(result.notices),
     }

@@ -1,5 +1,7 @@
 """Search a conversation's past (``/conversations/{id}/search/``) or a user's (``/users/{id}/search/``)."""
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,7 +19,10 @@ class _SearchView(TenantAPIView):
         else:
             query = serializers.SearchQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        values = dict(query.validated_data)
+        return self._answer(dict(query.validated_data), conversation_id=conversation_id, user_id=user_id)
+
+    def _answer(self, values: dict[str, Any], *, conversation_id: str | None, user_id: str | None) -> Response:
+        """The search of the validated ``values`` (the query serializers')."""
         text = values.pop("q")
         if user_id is not None:
             values.setdefault("scope", "user")

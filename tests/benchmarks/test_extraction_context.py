@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from benchmarks.extraction.__main__ import memories_in_context, turns_remembered
+from benchmarks.extraction.__main__ import _found_turns, memories_in_context, turns_remembered
 from benchmarks.retrieval.dataset import Question, Session, Turn, User
 from benchmarks.retrieval.evaluate import context_figures_of, context_turns_held
 from benchmarks.retrieval.http import dialog_ids, message_id
@@ -114,3 +114,8 @@ def test_the_shares_count_the_questions_with_every_and_with_any_answer_turn_held
     assert remembered.every_by_category == {"single-hop": 0.5, "multi-hop": 1.0}
     assert turns.median_tokens == 120
     assert turns.max_tokens == 4000
+
+
+def test_a_fused_result_finds_its_own_turn_or_the_turns_its_memory_was_read_from():
+    assert _found_turns({"kind": "turn", "message_id": "a", "memory_ids": ["m"]}) == ["a"]
+    assert _found_turns({"kind": "memory", "memory_id": "m", "message_ids": ["b", "c"]}) == ["b", "c"]

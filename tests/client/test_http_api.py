@@ -253,6 +253,29 @@ def test_extracted_memories_are_listed_searched_and_filtered(memory: MemoryClien
     assert memory.list_memories(CAROLINE, conversation_ids=["said", "later"])["count"] == 4
 
 
+def test_the_user_search_with_memories_ranks_a_memory_beside_the_turn_it_was_read_from(memory: MemoryClient, tenant: Any) -> None:
+    (boston,) = extracted_memories(tenant, BOSTON, user_id=CAROLINE)
+    source = str(boston.message_ids[0])
+
+    found = memory.search_user_with_memories(CAROLINE, "Where does Caroline live? Boston", mode="keyword", top_k=5)
+    filtered = asyncio.run(
+        memory.asearch_user_with_memories(CAROLINE, "Boston", mode="keyword", filters={"conversation_id": ["elsewhere"]})
+    )
+    plain = memory.search_user(CAROLINE, "Where does Caroline live? Boston", mode="keyword", top_k=5)
+
+    assert found["memories_considered"] == 1
+    memories = [hit for hit in found["results"] if hit["kind"] == "memory"]
+    assert [(hit["memory_id"], hit["message_ids"]) for hit in memories] == [(str(boston.memory_id), [source])]
+    turn = next(hit for hit in found["results"] if hit["kind"] == "turn")
+    assert (turn["message_id"], turn["memory_ids"]) == (source, [str(boston.memory_id)])
+    assert (filtered["results"], filtered["memories_considered"]) == ([], 0)
+    assert "kind" not in plain["results"][0]
+    memory.delete_memory(CAROLINE, str(boston.memory_id))
+    past = memory.search_user_with_memories(CAROLINE, "Boston", mode="keyword", include_past_memories=True)
+    assert [hit["valid_to"] is not None for hit in past["results"] if hit["kind"] == "memory"] == [True]
+    assert [hit for hit in memory.search_user_with_memories(CAROLINE, "Boston")["results"] if hit["kind"] == "memory"] == []
+
+
 def test_an_extracted_memory_is_read_with_its_history_corrected_and_taken_back(memory: MemoryClient, tenant: Any) -> None:
     (boston,) = extracted_memories(tenant, BOSTON, user_id=CAROLINE)
     memory_id = str(boston.memory_id)

@@ -25,7 +25,9 @@ MEMORY = "the memory_id of the user's memory"  # replaced by each tenant's own m
 BOSTON = {"op": "add", "kind": "fact", "subject": "Ada", "text": "Ada lives in Boston."}
 MESSAGE = {"id": "6f1c2a0e-3b7d-4c55-9d0e-0a1b2c3d4e5f", "role": "user", "content": "I am flying to Porto in June."}
 # What differs between two tenants holding the same things: when each was written, and its ids.
-VOLATILE = {"id", "seq", "created_at", "updated_at", "changed_at", "valid_from", "message_id", "message_ids", "memory_id"}
+VOLATILE = {
+    "id", "seq", "created_at", "updated_at", "changed_at", "valid_from", "message_id", "message_ids", "memory_id", "memory_ids",
+}  # fmt: skip
 
 
 def segment(value: str) -> str:
@@ -63,7 +65,10 @@ def get_window(api: APIClient, arguments: dict[str, Any]) -> Any:
 
 
 def search_memory(api: APIClient, arguments: dict[str, Any]) -> Any:
-    body = {"q": arguments["query"], **given(arguments, "top_k", "mode", "scope", "min_similarity", "role")}
+    body = {
+        "q": arguments["query"],
+        **given(arguments, "top_k", "mode", "scope", "min_similarity", "role", "include_memories", "include_past_memories"),
+    }
     if "conversation_ids" in arguments:
         body["conversation_id"] = arguments["conversation_ids"]
     if "conversation_id" in arguments:
@@ -210,6 +215,31 @@ OTHER_ARGUMENTS = [
         "search_memory",
         {"query": "Porto", "user_id": "ada", "mode": "keyword", "conversation_ids": ["trip"]},
         id="search_memory: some of the user's conversations",
+    ),
+    pytest.param(
+        "search_memory",
+        {"query": "Where does Ada live?", "user_id": "ada", "mode": "keyword", "include_memories": True},
+        id="search_memory: with the user's memories",
+    ),
+    pytest.param(
+        "search_memory",
+        {"query": "Boston", "user_id": "ada", "include_memories": True, "include_past_memories": True, "top_k": 1},
+        id="search_memory: with past memories too",
+    ),
+    pytest.param(
+        "search_memory",
+        {"query": "Boston", "user_id": "ada", "include_memories": "maybe"},
+        id="search_memory: include_memories not a boolean",
+    ),
+    pytest.param(
+        "search_memory",
+        {"query": "Boston", "user_id": "ada", "include_past_memories": True},
+        id="search_memory: past memories without include_memories",
+    ),
+    pytest.param(
+        "search_memory",
+        {"query": "Porto", "conversation_id": "trip", "include_memories": True},
+        id="search_memory: memories asked of a conversation's search",
     ),
     # The facts.
     pytest.param("get_facts", {"user_id": "ada", "limit": 0}, id="get_facts: a limit of 0"),

@@ -70,6 +70,7 @@ def test_a_loaded_history_becomes_searchable_once_persisted_and_embedded(api, te
         "searchable": False,
         "reason": "pending_persist",
         "oldest_not_embedded_at": None,
+        "embedding_waiting": None,
     }
     assert coverage_of(api)["pending_persist"] == 3
 
@@ -154,6 +155,7 @@ def test_an_unknown_user_answers_zeros_not_searchable_for_want_of_messages_and_a
         "searchable": False,
         "reason": "no_messages",
         "oldest_not_embedded_at": None,
+        "embedding_waiting": None,
     }
     response = api.get(f"/api/v1/users/{'u' * (settings.MEMORY_MAX_ID_LENGTH + 1)}/search/status/")
     assert response.status_code == 404

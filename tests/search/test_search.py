@@ -248,9 +248,9 @@ def test_a_reply_is_embedded_with_the_turn_it_answers_and_found_by_it(tenant):
     spoken = {}
     original = embeddings.embed_documents
 
-    def remember(name, texts):
+    def remember(name, texts, **given):
         spoken.update(dict.fromkeys(texts, name))
-        return original(name, texts)
+        return original(name, texts, **given)
 
     MessageEmbedding.objects.for_tenant(tenant).delete()
     from unittest import mock
@@ -418,9 +418,10 @@ def test_turns_beside_a_hit_obey_the_filters(tenant):
 
 
 def test_a_search_whose_model_cannot_load_says_so_and_leaves_no_thread_behind(tenant, settings):
-    from search.embeddings import EmbeddingModelError
-
     conversation_of_facts(tenant)
-    with pytest.raises(EmbeddingModelError, match="no.such"):
-        search(tenant, "puppy", embedding_model="no.such:factory")
-    assert search(tenant, "puppy").hits  # the next search is served as usual
+    by_words = search(tenant, "puppy", embedding_model="no.such:factory")
+    assert [notice["code"] for notice in by_words.notices] == ["query_not_embedded"]
+    assert "no.such" in by_words.notices[0]["message"]
+    assert "puppy" in by_words.hits[0].content  # ranked by its words
+    assert by_words.query_embedding_dim is None
+    assert search(tenant, "puppy").notices == []  # the next search is served as usual
