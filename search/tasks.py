@@ -4,7 +4,7 @@ A conversation erased meanwhile is no error (nothing to embed). Transient databa
 backoff, a bounded number of times; a vector that is still missing afterwards is found by the hourly
 backfill. An embedding model that cannot answer now (a server down, slow, refusing) leaves the
 conversation waiting (``services.embedding_wait``): ``embeddings_resume`` (scheduled by the wait itself,
-and by beat every few seconds) queues it again once the server's breaker lets it be called.
+and by beat every minute) queues it again once the server's breaker lets it be called.
 """
 
 from celery import Task, shared_task

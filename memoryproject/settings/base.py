@@ -350,10 +350,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_DB_REUSE_MAX = 1_000_000
 CELERY_BEAT_SCHEDULE = {
     "cache-repair-sweep": {"task": "conversations.tasks.cache_repair_sweep", "schedule": 15.0},
-    # Conversations waiting for an embedding server that could not answer, queued again once it may be called.
+    # Conversations waiting for an embedding server that could not answer, queued again once it may be
+    # called (each wait schedules its own resume too: this is the safety net).
     "embeddings-resume": {
         "task": "search.tasks.embeddings_resume",
-        "schedule": 10.0,
+        "schedule": 60.0,
         "options": {"queue": MEMORY_DERIVED_QUEUE},
     },
     # Vectors missed by a failed publish or a stopped worker.
