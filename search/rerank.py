@@ -97,20 +97,25 @@ class Reranked:
     milliseconds: float = 0.0
 
 
-def reranker_for(tenant: Tenant) -> Reranker | None:
-    """The tenant's reranker as configured (its overrides, else the deployment's); None when off."""
-    url = str(tenant.setting("MEMORY_RERANK_URL") or "").strip()
+def reranker_for(tenant: Tenant | None) -> Reranker | None:
+    """The tenant's reranker as configured (its overrides, else the deployment's; the deployment's alone
+    without a tenant); None when off."""
+
+    def value(name: str) -> Any:
+        return tenant.setting(name) if tenant is not None else getattr(settings, name)
+
+    url = str(value("MEMORY_RERANK_URL") or "").strip()
     if not url:
         return None
     return Reranker(
         url=url,
-        api=str(tenant.setting("MEMORY_RERANK_API") or "tei").strip().lower(),
-        model=str(tenant.setting("MEMORY_RERANK_MODEL") or "").strip(),
-        top_n=max(1, min(int(tenant.setting("MEMORY_RERANK_TOP_N")), MAX_TOP_N)),
-        timeout=max(0.05, min(float(tenant.setting("MEMORY_RERANK_TIMEOUT")), MAX_TIMEOUT)),
-        breaker_seconds=float(tenant.setting("MEMORY_RERANK_BREAKER_SECONDS")),
-        tenant_url=bool(tenant.settings.get("MEMORY_RERANK_URL")),
-        tenant_pk=tenant.pk,
+        api=str(value("MEMORY_RERANK_API") or "tei").strip().lower(),
+        model=str(value("MEMORY_RERANK_MODEL") or "").strip(),
+        top_n=max(1, min(int(value("MEMORY_RERANK_TOP_N")), MAX_TOP_N)),
+        timeout=max(0.05, min(float(value("MEMORY_RERANK_TIMEOUT")), MAX_TIMEOUT)),
+        breaker_seconds=float(value("MEMORY_RERANK_BREAKER_SECONDS")),
+        tenant_url=tenant is not None and bool(tenant.settings.get("MEMORY_RERANK_URL")),
+        tenant_pk=tenant.pk if tenant is not None else 0,
     )
 
 
@@ -329,24 +334,9 @@ class RerankerState:
 def reranker_state(tenant: Tenant | None = None) -> RerankerState:
     """The reranker's state for the health page, read from Redis (the server is never called): the
     deployment's reranker, or with ``tenant`` that tenant's (its own calls only)."""
-    if tenant is None:
-        if not settings.MEMORY_RERANK_URL:
-            return RerankerState(configured=False)
-        reranker = Reranker(
-            url=settings.MEMORY_RERANK_URL,
-            api=settings.MEMORY_RERANK_API,
-            model=settings.MEMORY_RERANK_MODEL,
-            top_n=settings.MEMORY_RERANK_TOP_N,
-            timeout=settings.MEMORY_RERANK_TIMEOUT,
-            breaker_seconds=settings.MEMORY_RERANK_BREAKER_SECONDS,
-            tenant_url=False,
-            tenant_pk=0,
-        )
-    else:
-        found = reranker_for(tenant)
-        if found is None:
-            return RerankerState(configured=False)
-        reranker = found
+    reranker = reranker_for(tenant)
+    if reranker is None:
+        return RerankerState(configured=False)
     if tenant is None:
         caller = "deployment"
     else:

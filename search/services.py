@@ -87,7 +87,13 @@ def _embed(  # noqa: ANN001
         ]
         started = time.perf_counter()
         vectors = embeddings.embed_documents(model, texts, tenant=tenant)
-        written += _store(tenant=tenant, model=stored_as or model, rows=rows, vectors=vectors)
+        written += _store(
+            tenant=tenant,
+            model=stored_as or model,
+            rows=rows,
+            vectors=vectors,
+            dimensions=None if spec.remote else spec.dimensions,
+        )
         if spec.remote:
             _waiting_over(tenant)
         logger.info(
@@ -101,8 +107,11 @@ def _embed(  # noqa: ANN001
             progress(len(rows))
 
 
-def _store(*, tenant: Tenant, model: str, rows: list[Message], vectors) -> int:  # noqa: ANN001
-    dimensions = _stored_dimensions(tenant=tenant, model=model)
+def _store(*, tenant: Tenant, model: str, rows: list[Message], vectors, dimensions: int | None = None) -> int:  # noqa: ANN001
+    """Store ``vectors`` of ``rows`` under ``model``. Their length must be ``dimensions`` (a model of known
+    length, checked without a query), else that of the tenant's vectors already stored under ``model``."""
+    if dimensions is None:
+        dimensions = _stored_dimensions(tenant=tenant, model=model)
     if dimensions is not None and vectors.shape[1] != dimensions:
         raise embeddings.EmbeddingUnavailable(
             f"the model answered vectors of {vectors.shape[1]} dimensions where the tenant's vectors under {model} have "
@@ -350,7 +359,8 @@ def embeddings_resume() -> int:
         by_tenant.setdefault(int(tenant_pk), []).append(conversation_id)
     queued = 0
     still_waiting = False
-    for tenant in Tenant.objects.filter(pk__in=by_tenant):
+    tenants = list(Tenant.objects.filter(pk__in=by_tenant))
+    for tenant in tenants:
         conversation_ids = by_tenant[tenant.pk]
         if embeddings.server_blocked(tenant) is not None:
             still_waiting = True
@@ -368,7 +378,7 @@ def embeddings_resume() -> int:
         for conversation_id in conversation_ids:
             current_app.send_task(CONVERSATION_EMBED, args=[tenant.pk, conversation_id], queue=settings.MEMORY_DERIVED_QUEUE)
             queued += 1
-    gone = set(by_tenant) - set(Tenant.objects.filter(pk__in=by_tenant).values_list("pk", flat=True))
+    gone = set(by_tenant) - {tenant.pk for tenant in tenants}
     for tenant_pk in gone:  # deleted tenants wait for nothing
         redis_client.call(
             "embedding_resume",
